@@ -1,0 +1,340 @@
+"""The records of Noema: memories, relationships, events, audit entries, recall results.
+
+These models hold data and check it; they do no I/O. A validation error always
+names the field it is about.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from concepts.enums import (
+    Channel,
+    Epistemic,
+    EventKind,
+    MemoryKind,
+    Relation,
+    RelationStatus,
+    Status,
+)
+
+#: Longest content a memory may hold, in characters.
+MAX_CONTENT_CHARS = 100_000
+#: Longest recall query, in characters.
+MAX_QUERY_CHARS = 10_000
+#: Longest key (subject) of a keyed memory.
+MAX_KEY_CHARS = 200
+#: Longest tag, and most tags on one memory.
+MAX_TAG_CHARS = 64
+MAX_TAGS = 32
+#: Largest payload, as compact JSON text.
+MAX_PAYLOAD_CHARS = 65_536
+#: Most results one recall may ask for.
+MAX_RECALL_LIMIT = 1_000
+
+
+def to_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime; a naive value is taken to be UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def _check_text(value: str, *, what: str) -> str:
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL byte")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+    return value
+
+
+def normalise_content(value: str) -> str:
+    """Content as stored: NFC-normalised, surrounding white space removed."""
+    return unicodedata.normalize("NFC", value).strip()
+
+
+def _check_plain_label(value: str, *, what: str, limit: int) -> str:
+    value = _check_text(value, what=what).strip()
+    if not value:
+        raise ValueError(f"{what} is empty")
+    if len(value) > limit:
+        raise ValueError(f"{what} is longer than {limit} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise ValueError(f"{what} contains a control character")
+    return value
+
+
+def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"payload is not plain JSON: {exc}") from None
+    _check_text(text, what="payload")
+    if len(text) > MAX_PAYLOAD_CHARS:
+        raise ValueError(f"payload is larger than {MAX_PAYLOAD_CHARS} characters as JSON")
+    return value
+
+
+class Link(BaseModel):
+    """An edge asked for while writing a memory: ``new --relation--> target``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    relation: Relation
+    target: str = Field(min_length=1, max_length=64)
+    confidence: Unit = 1.0
+
+
+class MemoryInput(BaseModel):
+    """What a caller asks the mind to remember. Validated before anything is written."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str
+    kind: MemoryKind = MemoryKind.SEMANTIC
+    epistemic: Epistemic = Epistemic.CLAIM
+    channel: Channel = Channel.USER
+    key: str | None = None
+    summary: str | None = None
+    tags: tuple[str, ...] = ()
+    payload: dict[str, Any] = Field(default_factory=dict)
+    importance: Unit = 0.5
+    confidence: Unit = 0.8
+    salience: Unit = 0.5
+    valid_from: UtcDatetime | None = None
+    at: UtcDatetime | None = None
+    links: tuple[Link, ...] = ()
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        value = normalise_content(_check_text(value, what="content"))
+        if not value:
+            raise ValueError("content is empty")
+        if len(value) > MAX_CONTENT_CHARS:
+            raise ValueError(f"content is longer than {MAX_CONTENT_CHARS} characters")
+        return value
+
+    @field_validator("summary")
+    @classmethod
+    def _summary(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = normalise_content(_check_text(value, what="summary"))
+        if len(value) > MAX_CONTENT_CHARS:
+            raise ValueError(f"summary is longer than {MAX_CONTENT_CHARS} characters")
+        return value or None
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return _check_plain_label(value, what="key", limit=MAX_KEY_CHARS)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_shape(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("tags must be a list of strings, not one string")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        tags = [_check_plain_label(tag, what="tag", limit=MAX_TAG_CHARS) for tag in value]
+        unique = tuple(dict.fromkeys(tags))
+        if len(unique) > MAX_TAGS:
+            raise ValueError(f"more than {MAX_TAGS} tags")
+        return unique
+
+    @field_validator("payload")
+    @classmethod
+    def _payload(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_payload(value)
+
+
+class Memory(BaseModel):
+    """One long-term memory of one mind, as stored.
+
+    ``content`` never changes after the memory is written. Confidence is the point
+    estimate ``alpha / (alpha + beta)`` of a Beta posterior that feedback updates.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    mind_id: str
+    kind: MemoryKind
+    epistemic: Epistemic
+    channel: Channel
+    content: str
+    summary: str | None = None
+    key: str | None = None
+    tags: tuple[str, ...] = ()
+    payload: dict[str, Any] = Field(default_factory=dict)
+    confidence: Unit
+    alpha: float = Field(gt=0)
+    beta: float = Field(gt=0)
+    importance: Unit
+    salience: Unit
+    trust: Unit
+    credibility: Unit
+    activation: Unit
+    activation_at: UtcDatetime
+    status: Status = Status.ACTIVE
+    valid_from: UtcDatetime
+    valid_to: UtcDatetime | None = None
+    recorded_at: UtcDatetime
+    last_accessed: UtcDatetime | None = None
+    access_count: int = Field(default=0, ge=0)
+    origin_event: str | None = None
+    content_hash: str
+    feedback_count: int = Field(default=0, ge=0)
+    feedback_mean: float = Field(default=0.0, ge=-1.0, le=1.0)
+
+
+class Relationship(BaseModel):
+    """A directed edge ``src --relation--> dst`` between two memories of one mind."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    mind_id: str
+    src: str
+    relation: Relation
+    dst: str
+    confidence: Unit = 1.0
+    source: str = "api"
+    status: RelationStatus = RelationStatus.ACTIVE
+    created_at: UtcDatetime
+    decided_at: UtcDatetime | None = None
+
+
+def check_event_kind(value: str) -> str:
+    """An event kind is a built-in one or ``prefix.name`` for a plugin's own events."""
+    if value in EventKind.__members__.values():
+        return value
+    prefix, dot, name = value.partition(".")
+    if dot and prefix.isidentifier() and name and all(p.isidentifier() for p in name.split(".")):
+        return value
+    raise ValueError(f"unknown event kind {value!r} (plugins use 'prefix.name')")
+
+
+class Event(BaseModel):
+    """An append-only record of something that happened to a mind."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    mind_id: str
+    kind: Annotated[str, AfterValidator(check_event_kind)]
+    at: UtcDatetime
+    memory_id: str | None = None
+    origin_event: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    seq: int | None = None
+
+
+class AuditEntry(BaseModel):
+    """One link of a mind's hash chain: ``hash`` covers ``prev_hash`` and the event's digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = Field(ge=1)
+    at: UtcDatetime
+    event_id: str
+    action: str
+    digest: str
+    prev_hash: str
+    hash: str
+
+
+class MindInfo(BaseModel):
+    """A mind's identity in a store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    created_at: UtcDatetime
+
+
+class RecallFilters(BaseModel):
+    """What a recall may return. Empty lists mean "any"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kinds: tuple[MemoryKind, ...] = ()
+    epistemics: tuple[Epistemic, ...] = ()
+    statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    channels: tuple[Channel, ...] = ()
+    tags: tuple[str, ...] = ()
+    key: str | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
+    min_confidence: Unit = 0.0
+
+    @field_validator("statuses")
+    @classmethod
+    def _statuses(cls, value: tuple[Status, ...]) -> tuple[Status, ...]:
+        if not value:
+            raise ValueError("statuses is empty: name at least one status")
+        return value
+
+
+class RecallQuery(BaseModel):
+    """One recall request. ``mode`` ``any`` matches any query term, ``strict`` all of them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = ""
+    limit: int = Field(default=10, ge=1, le=MAX_RECALL_LIMIT)
+    filters: RecallFilters = Field(default_factory=RecallFilters)
+    as_of: UtcDatetime | None = None
+    peek: bool = False
+    mode: Literal["any", "strict"] = "any"
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        value = _check_text(value, what="query")
+        if len(value) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        return value
+
+
+class RecallResult(BaseModel):
+    """A recalled memory and why it ranked where it did.
+
+    ``signals`` are the normalised inputs in [0, 1]; ``components`` are their
+    weighted contributions (signal × weight), and ``score`` is their sum.
+    ``conflicts`` lists the ids of memories this one contradicts.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory: Memory
+    rank: int = Field(ge=1)
+    score: float
+    components: dict[str, float]
+    signals: dict[str, float]
+    weights: dict[str, float]
+    conflicts: tuple[str, ...] = ()
+
+
+def score_reproduces(result: RecallResult, *, tolerance: float = 1e-9) -> bool:
+    """True when a result's components add up to its score."""
+    return math.isclose(sum(result.components.values()), result.score, abs_tol=tolerance)

@@ -1,0 +1,144 @@
+"""Noema: a cognitive-architecture runtime for persistent LLM agents with long-term memory.
+
+Import the public API from here: ``from noema import Mind``. The face (``Mind``
+and friends) is exported lazily so that importing the engine never pulls in the
+face (DESIGN section 1).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it.
+_EXPORTS: dict[str, str] = {
+    "Mind": "noema.mind",
+    "Settings": "noema.config",
+    "MindConfig": "noema.config",
+    "RecallWeights": "noema.config",
+    "WritePolicy": "noema.config",
+    "DEFAULT_WEIGHTS": "noema.config",
+    "Clock": "noema.clock",
+    "SystemClock": "noema.clock",
+    "ManualClock": "noema.clock",
+    "DecayReport": "noema.memory.decay",
+    "VerifyReport": "noema.memory.audit",
+    "NoemaError": "noema.errors",
+    "UsageError": "noema.errors",
+    "InvalidInput": "noema.errors",
+    "PolicyViolation": "noema.errors",
+    "NotFound": "noema.errors",
+    "CrossMindError": "noema.errors",
+    "TemporalOrderError": "noema.errors",
+    "ConfigError": "noema.errors",
+    "RuntimeFailure": "noema.errors",
+    "StorageError": "noema.errors",
+    "MigrationError": "noema.errors",
+    "IntegrityError": "noema.errors",
+    "Memory": "concepts",
+    "MemoryInput": "concepts",
+    "MemoryKind": "concepts",
+    "Epistemic": "concepts",
+    "Channel": "concepts",
+    "Status": "concepts",
+    "Relation": "concepts",
+    "RelationStatus": "concepts",
+    "Relationship": "concepts",
+    "Link": "concepts",
+    "Event": "concepts",
+    "EventKind": "concepts",
+    "RecallFilters": "concepts",
+    "RecallResult": "concepts",
+}
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "Channel",
+    "Clock",
+    "ConfigError",
+    "CrossMindError",
+    "DecayReport",
+    "Epistemic",
+    "Event",
+    "EventKind",
+    "IntegrityError",
+    "InvalidInput",
+    "Link",
+    "ManualClock",
+    "Memory",
+    "MemoryInput",
+    "MemoryKind",
+    "MigrationError",
+    "Mind",
+    "MindConfig",
+    "NoemaError",
+    "NotFound",
+    "PolicyViolation",
+    "RecallFilters",
+    "RecallResult",
+    "RecallWeights",
+    "Relation",
+    "RelationStatus",
+    "Relationship",
+    "RuntimeFailure",
+    "Settings",
+    "Status",
+    "StorageError",
+    "SystemClock",
+    "TemporalOrderError",
+    "UsageError",
+    "VerifyReport",
+    "WritePolicy",
+]
+
+if TYPE_CHECKING:
+    from concepts import (
+        Channel,
+        Epistemic,
+        Event,
+        EventKind,
+        Link,
+        Memory,
+        MemoryInput,
+        MemoryKind,
+        RecallFilters,
+        RecallResult,
+        Relation,
+        Relationship,
+        RelationStatus,
+        Status,
+    )
+    from noema.clock import Clock, ManualClock, SystemClock
+    from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights, Settings, WritePolicy
+    from noema.errors import (
+        ConfigError,
+        CrossMindError,
+        IntegrityError,
+        InvalidInput,
+        MigrationError,
+        NoemaError,
+        NotFound,
+        PolicyViolation,
+        RuntimeFailure,
+        StorageError,
+        TemporalOrderError,
+        UsageError,
+    )
+    from noema.memory.audit import VerifyReport
+    from noema.memory.decay import DecayReport
+    from noema.mind import Mind
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'noema' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,486 @@
+"""The ``noema`` command line.
+
+Global options come before the command: ``noema --db URL --mind NAME COMMAND``.
+Bad input prints one line on stderr and exits 2, having written nothing; a
+failure of the system exits 1; neither prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+
+from concepts import Channel, Epistemic, MemoryInput, MemoryKind, Relation, Status
+from noema.cli import _render as render
+from noema.config import Settings
+from noema.errors import InvalidInput, NoemaError, UsageError, from_validation
+
+__all__ = ["build_parser", "main"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _choices(enum: type[Any]) -> list[str]:
+    return [e.value for e in enum]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="noema", description="A persistent mind with long-term memory.")
+    parser.add_argument("--db", metavar="URL", help="database URL (env NOEMA_DATABASE_URL)")
+    parser.add_argument(
+        "--mind", metavar="NAME", help="mind name (env NOEMA_MIND; default 'default')"
+    )
+    parser.add_argument("--version", action="version", version="noema 0.1.0")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    p = commands.add_parser("remember", help="remember something (or a JSONL file of things)")
+    p.add_argument("text", nargs="?", help="what to remember")
+    p.add_argument("--file", metavar="F.jsonl", help="one JSON object per line")
+    p.add_argument("--kind", choices=_choices(MemoryKind))
+    p.add_argument("--epistemic", choices=_choices(Epistemic))
+    p.add_argument("--channel", choices=_choices(Channel))
+    p.add_argument("--key", metavar="KEY", help="subject key; a new value supersedes the old")
+    p.add_argument("--importance", type=float, metavar="X")
+    p.add_argument("--confidence", type=float, metavar="X")
+    p.add_argument("--valid-from", metavar="ISO", help="when it became true")
+    p.add_argument("--at", metavar="ISO", help="when the mind learned it (default: now)")
+    p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument("--force", action="store_true", help="write even below the policy's confidence")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_remember)
+
+    p = commands.add_parser("recall", help="recall memories, with the components of each score")
+    p.add_argument("query", help="what to look for")
+    p.add_argument("--limit", type=int, default=10, metavar="N")
+    p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
+    p.add_argument("--kind", action="append", default=[], choices=_choices(MemoryKind))
+    p.add_argument("--epistemic", action="append", default=[], choices=_choices(Epistemic))
+    p.add_argument("--status", action="append", default=[], choices=_choices(Status))
+    p.add_argument("--channel", action="append", default=[], choices=_choices(Channel))
+    p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument("--key", metavar="KEY")
+    p.add_argument("--since", metavar="ISO")
+    p.add_argument("--until", metavar="ISO")
+    p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
+    p.add_argument("--strict", action="store_true", help="every query word must match")
+    p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_recall)
+
+    memory = commands.add_parser("memory", help="inspect and correct single memories")
+    sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", parser_class=_Parser)
+    sub.required = True
+    p = sub.add_parser("show", help="a memory with its relationships and events")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_show)
+    p = sub.add_parser("retract", help="mark a memory inaccurate (kept for provenance)")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_retract)
+    p = sub.add_parser("relate", help="add an edge: SRC RELATION DST")
+    p.add_argument("src")
+    p.add_argument("relation", choices=_choices(Relation))
+    p.add_argument("dst")
+    p.add_argument("--confidence", type=float, default=1.0, metavar="X")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_relate)
+    p = sub.add_parser("feedback", help="rate a memory from -1 (wrong, useless) to 1")
+    p.add_argument("id")
+    p.add_argument("value", type=float)
+    p.add_argument("--note")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_feedback)
+    p = sub.add_parser("proposals", help="pending same_as merge proposals")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_proposals)
+    for name, approve in (("approve", True), ("reject", False)):
+        p = sub.add_parser(name, help=f"{name} a merge proposal")
+        p.add_argument("id", help="the proposal's relationship id")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(handler=cmd_decide, approve=approve)
+
+    p = commands.add_parser("events", help="the event log, newest last")
+    p.add_argument("--memory", metavar="ID")
+    p.add_argument("--kind", action="append", default=[])
+    p.add_argument("--limit", type=int, metavar="N")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_events)
+
+    p = commands.add_parser("decay", help="lower activation over time (never deletes)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_decay)
+    p = commands.add_parser("verify", help="check the audit chain and content hashes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_verify)
+    p = commands.add_parser("export", help="write the mind as JSONL (to FILE or stdout)")
+    p.add_argument("file", nargs="?")
+    p.set_defaults(handler=cmd_export)
+    p = commands.add_parser("import", help="restore an export into an empty mind")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_import)
+    p = commands.add_parser("stats", help="memory counts by kind and status")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_stats)
+    p = commands.add_parser("shell", help="an interactive remember/recall session")
+    p.set_defaults(handler=cmd_shell)
+    return parser
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from noema.mind import Mind
+
+    settings = Settings.from_env()
+    return Mind.open(args.db or settings.url(), args.mind or settings.mind, settings=settings)
+
+
+def _some(**fields: Any) -> dict[str, Any]:
+    """Only the options that were given, so the model's defaults apply to the rest."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _read_jsonl(path: str) -> list[tuple[int, MemoryInput]]:
+    try:
+        data = Path(path).read_bytes() if path != "-" else sys.stdin.buffer.read()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    items: list[tuple[int, MemoryInput]] = []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{path} line {number}: not valid UTF-8") from None
+        if not text.strip():
+            continue
+        try:
+            fields = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(fields, dict):
+            raise InvalidInput(f"{path} line {number}: expected a JSON object")
+        try:
+            items.append((number, MemoryInput.model_validate(fields)))
+        except ValidationError as exc:
+            raise from_validation(exc, what=f"{path} line {number}:") from None
+    return items
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    if (args.text is None) == (args.file is None):
+        raise UsageError("remember: give TEXT or --file F.jsonl (one of them)")
+    if args.file is not None:
+        items = _read_jsonl(args.file)
+        with _open(args) as mind:
+            mind.check_policy(
+                [i for _, i in items], force=args.force, labels=[f"line {n}" for n, _ in items]
+            )
+            written = mind.remember_many(
+                [i for _, i in items], force=True, progress=render.Progress("remembering")
+            )
+        ids = [m.id for m in written]
+        if args.json:
+            render.emit_json({"count": len(ids), "ids": ids})
+        else:
+            print(f"remembered {len(ids)} memories ({len(set(ids))} distinct)")
+        return EXIT_OK
+    fields = _some(
+        content=args.text,
+        kind=args.kind,
+        epistemic=args.epistemic,
+        channel=args.channel,
+        key=args.key,
+        importance=args.importance,
+        confidence=args.confidence,
+        valid_from=args.valid_from,
+        at=args.at,
+    )
+    fields["tags"] = tuple(args.tag)
+    try:
+        item = MemoryInput.model_validate(fields)
+    except ValidationError as exc:
+        raise from_validation(exc) from None
+    with _open(args) as mind:
+        memory = mind.remember_many([item], force=args.force)[0]
+    if args.json:
+        render.emit_json(render.memory_json(memory))
+    else:
+        print(render.memory_line(memory))
+    return EXIT_OK
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    filters = _some(
+        kinds=tuple(args.kind) or None,
+        epistemics=tuple(args.epistemic) or None,
+        statuses=tuple(args.status) or None,
+        channels=tuple(args.channel) or None,
+        tags=tuple(args.tag) or None,
+        key=args.key,
+        since=args.since,
+        until=args.until,
+        min_confidence=args.min_confidence,
+    )
+    with _open(args) as mind:
+        results = mind.recall(
+            args.query,
+            limit=args.limit,
+            filters=filters,
+            as_of=args.as_of,
+            peek=args.peek,
+            mode="strict" if args.strict else "any",
+        )
+    if args.json:
+        render.emit_json([render.result_json(r) for r in results])
+    elif not results:
+        print("nothing recalled")
+    else:
+        for result in results:
+            print(render.result_line(result))
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        memory = mind.get(args.id)
+        edges = mind.relationships(memory.id)
+        events = mind.events(memory_id=memory.id)
+    if args.json:
+        render.emit_json(
+            {
+                **render.memory_json(memory),
+                "relationships": [render.relationship_json(e) for e in edges],
+                "events": [render.event_json(e) for e in events],
+            }
+        )
+        return EXIT_OK
+    print(render.memory_detail(memory))
+    if edges:
+        print("relationships:")
+        for edge in edges:
+            print("  " + render.relationship_line(edge))
+    if events:
+        print("events:")
+        for event in events:
+            print("  " + render.event_line(event))
+    return EXIT_OK
+
+
+def cmd_retract(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        memory = mind.retract(args.id, reason=args.reason)
+    if args.json:
+        render.emit_json(render.memory_json(memory))
+    else:
+        print(f"retracted {memory.id}")
+    return EXIT_OK
+
+
+def cmd_relate(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        edge = mind.relate(
+            args.src, args.relation, args.dst, confidence=args.confidence, source="cli"
+        )
+    if args.json:
+        render.emit_json(render.relationship_json(edge))
+    else:
+        print(render.relationship_line(edge))
+    return EXIT_OK
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        memory = mind.feedback(args.id, args.value, note=args.note)
+    if args.json:
+        render.emit_json(render.memory_json(memory))
+    else:
+        print(f"{memory.id}  confidence now {memory.confidence:.3f}")
+    return EXIT_OK
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        proposals = mind.proposals()
+    if args.json:
+        render.emit_json([render.relationship_json(p) for p in proposals])
+    elif not proposals:
+        print("no pending proposals")
+    else:
+        for proposal in proposals:
+            print(render.relationship_line(proposal))
+    return EXIT_OK
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        edge = mind.approve(args.id) if args.approve else mind.reject(args.id)
+    if args.json:
+        render.emit_json(render.relationship_json(edge))
+    else:
+        print(f"{'approved' if args.approve else 'rejected'} {edge.id}")
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("events: --limit must be at least 1")
+    with _open(args) as mind:
+        events = mind.events(memory_id=args.memory, kinds=args.kind, limit=args.limit)
+    if args.json:
+        render.emit_json([render.event_json(e) for e in events])
+    else:
+        for event in events:
+            print(render.event_line(event))
+    return EXIT_OK
+
+
+def cmd_decay(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        report = mind.decay()
+    if args.json:
+        render.emit_json({"scanned": report.scanned, "decayed": report.decayed})
+    else:
+        print(f"decayed {report.decayed} of {report.scanned} memories")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        report = mind.verify()
+    if args.json:
+        render.emit_json(
+            {
+                "ok": report.ok,
+                "entries": report.entries,
+                "events": report.events,
+                "memories": report.memories,
+                "problem": report.problem,
+                "problems": report.problems,
+            }
+        )
+    elif report.ok:
+        print(
+            f"audit chain intact: {report.entries} entries, {report.events} events, "
+            f"{report.memories} memories"
+        )
+    else:
+        print(f"noema: audit chain broken: {report.problem}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        if args.file is None or args.file == "-":
+            mind.export(sys.stdout)
+            return EXIT_OK
+        target = Path(args.file)
+        if target.is_dir():
+            raise UsageError(f"export: {target} is a directory")
+        # Write beside the target and rename, so a failed export leaves no partial file.
+        try:
+            handle, temp = tempfile.mkstemp(prefix=".noema-export-", dir=target.parent or ".")
+        except OSError as exc:
+            raise UsageError(f"export: cannot write in {target.parent}: {exc.strerror}") from None
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                count = mind.export(out)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    print(f"exported {count} lines to {target}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        lines = (
+            Path(args.file).read_bytes().splitlines()
+            if args.file != "-"
+            else sys.stdin.buffer.read().splitlines()
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {args.file}: {exc.strerror}") from None
+    with _open(args) as mind:
+        counts = mind.import_(lines)
+    if args.json:
+        render.emit_json(counts)
+    else:
+        print(", ".join(f"{n} {what}" for what, n in counts.items()) + " imported")
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        stats = mind.stats()
+    if args.json:
+        render.emit_json(stats)
+    else:
+        print(f"mind {stats['mind']}: {stats['total']} memories")
+        for group in ("by_kind", "by_status"):
+            for name, count in stats[group].items():
+                print(f"  {name:<18} {count}")
+    return EXIT_OK
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    from noema.cli.shell import Shell
+
+    with _open(args) as mind:
+        Shell(mind).cmdloop()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv``, run the command, and return the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except UsageError as exc:
+        print(f"noema: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except NoemaError as exc:
+        print(f"noema: failed: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("noema: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``noema export | head``): not an error of ours.
+        sys.stderr.close()
+        return EXIT_OK
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main() -> NoReturn:
+    sys.exit(run())

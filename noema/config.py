@@ -1,0 +1,156 @@
+"""Typed configuration (ADR 0001). The environment is read in one place: ``Settings.from_env``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from noema.errors import ConfigError, from_validation
+
+__all__ = [
+    "DEFAULT_MIND",
+    "DEFAULT_WEIGHTS",
+    "MindConfig",
+    "RecallWeights",
+    "Settings",
+    "WritePolicy",
+    "default_database_url",
+]
+
+DEFAULT_MIND = "default"
+DEFAULT_MIN_CONFIDENCE = 0.5
+DEFAULT_HALF_LIFE_DAYS = 14.0
+DEFAULT_RECENCY_DAYS = 30.0
+DEFAULT_INITIAL_ACTIVATION = 0.5
+DEFAULT_REINFORCE_GAIN = 0.2
+DEFAULT_BATCH_SIZE = 1_000
+
+_Weight = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+
+
+class RecallWeights(BaseModel):
+    """Weights of the recall components (DESIGN section 3). They need not sum to 1."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: float = _Weight
+    vector: float = _Weight
+    recency: float = _Weight
+    activation: float = _Weight
+    importance: float = _Weight
+    credibility: float = _Weight
+
+    def effective(self, *, vectors: bool) -> dict[str, float]:
+        """The weights in use: without vectors the vector weight moves to text."""
+        weights = self.model_dump()
+        if not vectors:
+            weights["text"] = round(weights["text"] + weights.pop("vector"), 12)
+        return weights
+
+
+#: Text 0.40, vector 0.25, recency, activation and importance 0.10, credibility 0.05.
+DEFAULT_WEIGHTS = RecallWeights(
+    text=0.40, vector=0.25, recency=0.10, activation=0.10, importance=0.10, credibility=0.05
+)
+
+
+class WritePolicy(BaseModel):
+    """What the reconciler refuses before anything is written."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_confidence: float = Field(default=DEFAULT_MIN_CONFIDENCE, ge=0.0, le=1.0)
+
+
+class MindConfig(BaseModel):
+    """Per-mind behaviour of memory: recall weights, write policy, activation dynamics."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    weights: RecallWeights = DEFAULT_WEIGHTS
+    policy: WritePolicy = WritePolicy()
+    half_life_days: float = Field(default=DEFAULT_HALF_LIFE_DAYS, gt=0)
+    recency_days: float = Field(default=DEFAULT_RECENCY_DAYS, gt=0)
+    initial_activation: float = Field(default=DEFAULT_INITIAL_ACTIVATION, ge=0.0, le=1.0)
+    reinforce_gain: float = Field(default=DEFAULT_REINFORCE_GAIN, ge=0.0, le=1.0)
+    batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    """The user's data directory for Noema (XDG on Linux, the platform's own elsewhere)."""
+    home = Path(environ.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "noema"
+    if sys.platform == "win32":
+        base = environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(base) / "noema"
+    base = environ.get("XDG_DATA_HOME") or str(home / ".local" / "share")
+    return Path(base) / "noema"
+
+
+def default_database_url(environ: Mapping[str, str] | None = None) -> str:
+    """``sqlite:///<data dir>/noema.db``."""
+    env = os.environ if environ is None else environ
+    return f"sqlite:///{default_data_dir(env) / 'noema.db'}"
+
+
+class Settings(BaseModel):
+    """Where the store is, which mind, and how each mind behaves.
+
+    ``minds`` holds per-mind overrides of ``memory``, keyed by mind name.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database_url: str | None = None
+    mind: str = DEFAULT_MIND
+    memory: MindConfig = MindConfig()
+    minds: dict[str, MindConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit(cls, data: Any) -> Any:
+        # A [minds.NAME] table overrides [memory] field by field.
+        if isinstance(data, dict) and isinstance(data.get("minds"), dict):
+            base = data.get("memory") or {}
+            base = base.model_dump() if isinstance(base, MindConfig) else dict(base)
+            data = dict(data)
+            data["minds"] = {
+                name: {**base, **(v.model_dump() if isinstance(v, MindConfig) else v)}
+                for name, v in data["minds"].items()
+            }
+        return data
+
+    def mind_config(self, name: str) -> MindConfig:
+        return self.minds.get(name, self.memory)
+
+    def url(self, environ: Mapping[str, str] | None = None) -> str:
+        return self.database_url or default_database_url(environ)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from ``NOEMA_CONFIG`` (a TOML file), ``NOEMA_DATABASE_URL``, ``NOEMA_MIND``."""
+        env = os.environ if environ is None else environ
+        data: dict[str, Any] = {}
+        path = env.get("NOEMA_CONFIG")
+        if path:
+            try:
+                data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"cannot read NOEMA_CONFIG file {path}: {exc.strerror}") from exc
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"NOEMA_CONFIG file {path} is not valid TOML: {exc}") from exc
+        if env.get("NOEMA_DATABASE_URL"):
+            data["database_url"] = env["NOEMA_DATABASE_URL"]
+        if env.get("NOEMA_MIND"):
+            data["mind"] = env["NOEMA_MIND"]
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(str(from_validation(exc, what="configuration"))) from exc

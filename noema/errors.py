@@ -1,0 +1,100 @@
+"""The one exception tree of Noema.
+
+    NoemaError
+    ├── UsageError (ValueError)           a caller's mistake; the CLI exits 2
+    │   ├── InvalidInput                  bad field, date, enum value, query, file line
+    │   ├── PolicyViolation               the write policy refused the memory
+    │   ├── NotFound (KeyError)           no such memory, relationship or proposal in this mind
+    │   ├── CrossMindError                an edge or lookup that would join two minds
+    │   ├── TemporalOrderError            causes/precedes against the timestamps
+    │   └── ConfigError                   bad configuration or database URL
+    └── RuntimeFailure (RuntimeError)     the system failed; the CLI exits 1
+        ├── StorageError                  the database failed (translated from the driver)
+        ├── MigrationError                the schema could not be brought up to date
+        └── IntegrityError                the audit chain or a content hash does not verify
+
+Driver exceptions are translated at the storage boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+__all__ = [
+    "ConfigError",
+    "CrossMindError",
+    "IntegrityError",
+    "InvalidInput",
+    "MigrationError",
+    "NoemaError",
+    "NotFound",
+    "PolicyViolation",
+    "RuntimeFailure",
+    "StorageError",
+    "TemporalOrderError",
+    "UsageError",
+    "from_validation",
+]
+
+
+class NoemaError(Exception):
+    """Root of every error Noema raises on purpose."""
+
+
+class UsageError(NoemaError, ValueError):
+    """The caller asked for something that cannot be done as asked."""
+
+
+class InvalidInput(UsageError):
+    """A value failed validation; the message names the field."""
+
+
+class PolicyViolation(UsageError):
+    """The write policy refused a memory (for example, confidence below the threshold)."""
+
+
+class NotFound(UsageError, KeyError):
+    """No such record in this mind."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we do not.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class CrossMindError(UsageError):
+    """An operation would join or read across two minds."""
+
+
+class TemporalOrderError(UsageError):
+    """An ordering edge (causes, precedes) contradicts the memories' timestamps."""
+
+
+class ConfigError(UsageError):
+    """The configuration or the database URL is wrong."""
+
+
+class RuntimeFailure(NoemaError, RuntimeError):
+    """Something failed that the caller did not cause."""
+
+
+class StorageError(RuntimeFailure):
+    """The database failed."""
+
+
+class MigrationError(RuntimeFailure):
+    """The schema could not be migrated."""
+
+
+class IntegrityError(RuntimeFailure):
+    """Stored data does not verify against the audit chain or its content hash."""
+
+
+def from_validation(exc: ValidationError, *, what: str = "") -> InvalidInput:
+    """One-line InvalidInput naming the first failing field of a pydantic error."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    label = f"{what} " if what else ""
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if field:
+        return InvalidInput(f"{label}{field}: {message}{more}")
+    return InvalidInput(f"{label}{message}{more}".strip())

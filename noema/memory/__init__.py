@@ -1,0 +1,1 @@
+"""Memory logic written once above the storage protocol: reconciler, recall, decay, audit."""

@@ -1,0 +1,151 @@
+"""The hash-chained audit log and its verification (ADR 0003).
+
+Every event gets one audit entry. An entry's ``digest`` is the sha256 of the
+event's canonical JSON; its ``hash`` covers the previous entry's hash, its own
+position, the event id, action, time and digest. Verification recomputes all of
+it, checks events line up with entries, and that every memory's content still
+hashes to the value its ``memory_created`` event recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from concepts import AuditEntry, Event, EventKind, Memory
+from noema.ids import content_hash
+
+__all__ = ["GENESIS", "VerifyReport", "chain", "event_digest", "iso", "verify_records"]
+
+GENESIS = "0" * 64
+
+
+def iso(value: datetime) -> str:
+    """Canonical text of a time: UTC, microseconds, ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """An event as exported and hashed: no mind, no storage position."""
+    return {
+        "id": event.id,
+        "kind": event.kind,
+        "at": iso(event.at),
+        "memory_id": event.memory_id,
+        "origin_event": event.origin_event,
+        "payload": event.payload,
+    }
+
+
+def event_digest(event: Event) -> str:
+    return hashlib.sha256(canonical(event_record(event)).encode("utf-8")).hexdigest()
+
+
+def entry_hash(
+    seq: int, prev_hash: str, event_id: str, action: str, at: datetime, digest: str
+) -> str:
+    text = canonical([seq, prev_hash, event_id, action, iso(at), digest])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
+    """The audit entries that append ``events`` after ``head``."""
+    seq = head.seq if head else 0
+    prev = head.hash if head else GENESIS
+    entries: list[AuditEntry] = []
+    for event in events:
+        seq += 1
+        digest = event_digest(event)
+        h = entry_hash(seq, prev, event.id, event.kind, event.at, digest)
+        entries.append(
+            AuditEntry.model_construct(
+                seq=seq,
+                at=event.at,
+                event_id=event.id,
+                action=event.kind,
+                digest=digest,
+                prev_hash=prev,
+                hash=h,
+            )
+        )
+        prev = h
+    return entries
+
+
+@dataclass
+class VerifyReport:
+    """What verification checked and the first thing that did not hold."""
+
+    ok: bool = True
+    entries: int = 0
+    events: int = 0
+    memories: int = 0
+    problem: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> None:
+        self.ok = False
+        if self.problem is None:
+            self.problem = message
+        if len(self.problems) < 20:
+            self.problems.append(message)
+
+
+def verify_records(
+    entries: Iterable[AuditEntry], events: Iterable[Event], memories: Iterable[Memory]
+) -> VerifyReport:
+    """Check a mind's audit chain, its events and its memories' content hashes.
+
+    ``entries`` and ``events`` come in append order; all three may be streamed.
+    """
+    report = VerifyReport()
+    created_hash: dict[str, str] = {}
+    prev = GENESIS
+    event_iter: Iterator[Event] = iter(events)
+    for entry in entries:
+        report.entries += 1
+        expected_seq = report.entries
+        if entry.seq != expected_seq:
+            report.fail(f"audit entry {entry.seq}: expected position {expected_seq}")
+            return report
+        if entry.prev_hash != prev:
+            report.fail(
+                f"audit entry {entry.seq}: previous hash does not match entry {entry.seq - 1}"
+            )
+        recomputed = entry_hash(
+            entry.seq, entry.prev_hash, entry.event_id, entry.action, entry.at, entry.digest
+        )
+        if recomputed != entry.hash:
+            report.fail(f"audit entry {entry.seq}: hash does not match its contents")
+        prev = entry.hash
+        event = next(event_iter, None)
+        if event is None:
+            report.fail(f"audit entry {entry.seq}: its event {entry.event_id} is missing")
+            continue
+        report.events += 1
+        if event.id != entry.event_id:
+            report.fail(
+                f"audit entry {entry.seq}: names event {entry.event_id}, log has {event.id}"
+            )
+        elif event_digest(event) != entry.digest:
+            report.fail(f"audit entry {entry.seq}: event {event.id} was altered")
+        if event.kind == EventKind.MEMORY_CREATED and event.memory_id:
+            created_hash[event.memory_id] = str(event.payload.get("content_hash", ""))
+    for event in event_iter:
+        report.events += 1
+        report.fail(f"event {event.id} has no audit entry")
+    for memory in memories:
+        report.memories += 1
+        if content_hash(memory.kind, memory.content, memory.key) != memory.content_hash:
+            report.fail(f"memory {memory.id}: content does not match its content hash")
+        elif created_hash.get(memory.id) != memory.content_hash:
+            report.fail(f"memory {memory.id}: content hash differs from its memory_created event")
+    return report

@@ -1,0 +1,62 @@
+"""The decay job: lowers activation, never deletes or changes content (DESIGN section 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from concepts import EventKind, MindInfo
+from noema.clock import Clock
+from noema.config import MindConfig
+from noema.memory.activation import decayed
+from noema.memory.reconciler import EventLog
+from noema.storage import Storage, ops
+
+__all__ = ["DecayReport", "run_decay"]
+
+_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class DecayReport:
+    """How many memories a decay run looked at and how many it lowered."""
+
+    scanned: int
+    decayed: int
+
+
+def run_decay(storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> DecayReport:
+    """Bring every memory's stored activation forward to now, in one transaction.
+
+    Idempotent: a second run at the same time changes nothing, and because the
+    decay is exponential, many runs give the same result as one.
+    """
+    scanned = lowered = 0
+    with storage.transaction() as session:
+        now = clock.now()
+        after: str | None = None
+        while True:
+            rows = session.run(ops.ScanActivation(mind.id, after, _CHUNK))
+            if not rows:
+                break
+            after = rows[-1][0]
+            scanned += len(rows)
+            updates = []
+            for memory_id, activation, since, importance in rows:
+                if since >= now:
+                    continue
+                value = decayed(activation, since, now, importance, config.half_life_days)
+                updates.append((memory_id, {"activation": value, "activation_at": now}))
+            lowered += len(updates)
+            if updates:
+                session.run(ops.UpdateMemories(mind.id, updates))
+        log = EventLog(mind.id, now)
+        log.add(
+            EventKind.DECAY_RUN,
+            payload={
+                "scanned": scanned,
+                "decayed": lowered,
+                "half_life_days": config.half_life_days,
+            },
+        )
+        log.flush(session)
+    return DecayReport(scanned=scanned, decayed=lowered)

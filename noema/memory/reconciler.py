@@ -1,0 +1,573 @@
+"""The write path (DESIGN section 3). Every memory and every edge is written here.
+
+Each public method runs in one write transaction: validation and policy first,
+then dedup by content hash, key supersession, edge handlers, and finally the
+events with their hash-chained audit entries. An exception anywhere rolls the
+whole transaction back, so nothing is ever half-written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from concepts import (
+    CHANNEL_TRUST,
+    Event,
+    EventKind,
+    Memory,
+    MemoryInput,
+    MindInfo,
+    Relation,
+    Relationship,
+    RelationStatus,
+    Status,
+    credibility,
+)
+from noema.clock import Clock
+from noema.config import MindConfig
+from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
+from noema.ids import content_hash, new_id
+from noema.memory.activation import decayed, reinforced
+from noema.memory.audit import chain
+from noema.storage import Session, Storage, ops
+
+__all__ = ["EventLog", "Reconciler", "reinforcement"]
+
+#: Prior strength of the Beta confidence posterior: Beta(5, 5) has strength 10.
+PRIOR_STRENGTH = 10.0
+_MIN_SHAPE = 1e-3
+#: Edges whose source must not come after their target in time.
+_ORDERED = frozenset({Relation.CAUSES, Relation.PRECEDES})
+
+
+class EventLog:
+    """Events of one write transaction, appended with their audit entries on flush."""
+
+    def __init__(self, mind_id: str, now: datetime) -> None:
+        self.mind_id = mind_id
+        self.now = now
+        self.events: list[Event] = []
+
+    def add(
+        self,
+        kind: str,
+        *,
+        memory_id: str | None = None,
+        origin_event: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> Event:
+        event = Event.model_construct(
+            id=new_id(self.now),
+            mind_id=self.mind_id,
+            kind=kind,
+            at=self.now,
+            memory_id=memory_id,
+            origin_event=origin_event,
+            payload=payload or {},
+            seq=None,
+        )
+        self.events.append(event)
+        return event
+
+    def flush(self, session: Session) -> None:
+        if not self.events:
+            return
+        head = session.run(ops.AuditHead(self.mind_id))
+        session.run(ops.AppendEvents(self.events))
+        session.run(ops.AppendAudit(self.mind_id, chain(head, self.events)))
+        self.events = []
+
+
+def reinforcement(memory: Memory, now: datetime, config: MindConfig) -> dict[str, Any]:
+    """The field changes of one admitted recall of ``memory`` at ``now``."""
+    current = decayed(
+        memory.activation, memory.activation_at, now, memory.importance, config.half_life_days
+    )
+    return {
+        "activation": reinforced(current, config.reinforce_gain),
+        "activation_at": now,
+        "access_count": memory.access_count + 1,
+        "last_accessed": now,
+    }
+
+
+@dataclass
+class _Pending:
+    """Memories touched by one transaction: new ones and changes to stored ones."""
+
+    created: dict[str, Memory]
+    changed: dict[str, dict[str, Any]]
+    known: dict[str, Memory]
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self.created.get(memory_id) or self.known.get(memory_id)
+
+    def change(self, memory: Memory, **fields: Any) -> Memory:
+        updated = memory.model_copy(update=fields)
+        if memory.id in self.created:
+            self.created[memory.id] = updated
+        else:
+            self.changed.setdefault(memory.id, {}).update(fields)
+            self.known[memory.id] = updated
+        return updated
+
+
+class Reconciler:
+    """Writes memories, edges and status changes of one mind."""
+
+    def __init__(self, storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> None:
+        self.storage = storage
+        self.mind = mind
+        self.config = config
+        self.clock = clock
+
+    # ------------------------------------------------------------ policy
+
+    def check_policy(
+        self,
+        items: Sequence[MemoryInput],
+        *,
+        force: bool,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Refuse, before any write, what the write policy does not allow."""
+        if force:
+            return
+        threshold = self.config.policy.min_confidence
+        for index, item in enumerate(items):
+            if item.confidence < threshold:
+                if labels is not None:
+                    where = f"{labels[index]}: "
+                else:
+                    where = f"item {index + 1}: " if len(items) > 1 else ""
+                raise PolicyViolation(
+                    f"{where}confidence {item.confidence} is below the write policy's "
+                    f"minimum {threshold} (force the write to keep it anyway)"
+                )
+
+    # ------------------------------------------------------------ remember
+
+    def remember(
+        self,
+        items: Sequence[MemoryInput],
+        *,
+        force: bool = False,
+        origin_event: str | None = None,
+    ) -> list[Memory]:
+        """Write ``items`` in one transaction; returns one memory per item, in order.
+
+        Identical content already active in the mind is reinforced and returned
+        instead of duplicated.
+        """
+        self.check_policy(items, force=force)
+        if not items:
+            return []
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            log = EventLog(self.mind.id, now)
+            pending = _Pending(created={}, changed={}, known={})
+            hashes = [content_hash(i.kind, i.content, i.key) for i in items]
+            by_hash = {
+                m.content_hash: m for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))
+            }
+            pending.known.update({m.id: m for m in by_hash.values()})
+            keys = sorted({i.key for i in items if i.key is not None})
+            by_key: dict[str, str] = {}
+            if keys:
+                for m in session.run(ops.FindActiveByKey(self.mind.id, keys)):
+                    pending.known.setdefault(m.id, m)
+                    by_key[m.key or ""] = m.id
+            targets = sorted({link.target for i in items for link in i.links})
+            if targets:
+                self._load(session, pending, targets)
+
+            results: list[Memory] = []
+            new_edges: list[Relationship] = []
+            for item, digest in zip(items, hashes, strict=True):
+                existing = by_hash.get(digest)
+                if existing is not None:
+                    existing = pending.get(existing.id) or existing
+                if existing is not None and existing.status == Status.ACTIVE:
+                    memory = pending.change(existing, **reinforcement(existing, now, self.config))
+                    log.add(
+                        EventKind.MEMORY_REINFORCED,
+                        memory_id=memory.id,
+                        origin_event=origin_event,
+                        payload={"reason": "remembered again", "activation": memory.activation},
+                    )
+                else:
+                    memory = self._new_memory(item, digest, now, log, origin_event)
+                    pending.created[memory.id] = memory
+                    by_hash[digest] = memory
+                    if item.key is not None:
+                        self._supersede_key(memory, by_key, pending, log, new_edges, now)
+                for link in item.links:
+                    self._link(
+                        session,
+                        pending,
+                        log,
+                        new_edges,
+                        memory.id,
+                        link.relation,
+                        link.target,
+                        confidence=link.confidence,
+                        source=item.channel.value,
+                        now=now,
+                    )
+                results.append(memory)
+            self._flush(session, pending, new_edges, log)
+        return [pending.get(m.id) or m for m in results]
+
+    def _new_memory(
+        self,
+        item: MemoryInput,
+        digest: str,
+        now: datetime,
+        log: EventLog,
+        origin_event: str | None,
+    ) -> Memory:
+        recorded_at = item.at or now
+        memory_id = new_id(recorded_at)
+        event = log.add(
+            EventKind.MEMORY_CREATED,
+            memory_id=memory_id,
+            origin_event=origin_event,
+            payload={
+                "content_hash": digest,
+                "kind": item.kind.value,
+                "epistemic": item.epistemic.value,
+                "channel": item.channel.value,
+                "key": item.key,
+            },
+        )
+        c = item.confidence
+        return Memory.model_construct(
+            id=memory_id,
+            mind_id=self.mind.id,
+            kind=item.kind,
+            epistemic=item.epistemic,
+            channel=item.channel,
+            content=item.content,
+            summary=item.summary,
+            key=item.key,
+            tags=item.tags,
+            payload=item.payload,
+            confidence=c,
+            alpha=max(PRIOR_STRENGTH * c, _MIN_SHAPE),
+            beta=max(PRIOR_STRENGTH * (1.0 - c), _MIN_SHAPE),
+            importance=item.importance,
+            salience=item.salience,
+            trust=CHANNEL_TRUST[item.channel],
+            credibility=credibility(item.channel, item.epistemic),
+            activation=self.config.initial_activation,
+            activation_at=recorded_at,
+            status=Status.ACTIVE,
+            valid_from=item.valid_from or recorded_at,
+            valid_to=None,
+            recorded_at=recorded_at,
+            last_accessed=None,
+            access_count=0,
+            origin_event=origin_event or event.id,
+            content_hash=digest,
+            feedback_count=0,
+            feedback_mean=0.0,
+        )
+
+    def _supersede_key(
+        self,
+        memory: Memory,
+        by_key: dict[str, str],
+        pending: _Pending,
+        log: EventLog,
+        edges: list[Relationship],
+        now: datetime,
+    ) -> None:
+        """A new value for a key supersedes the current one (or, if older, is superseded)."""
+        key = memory.key or ""
+        current_id = by_key.get(key)
+        current = pending.get(current_id) if current_id else None
+        if current is None or current.status != Status.ACTIVE:
+            by_key[key] = memory.id
+            return
+        if memory.valid_from >= current.valid_from:
+            newer, older = memory, current
+            by_key[key] = memory.id
+        else:  # an older value learned late: it goes straight into history
+            newer, older = current, memory
+        self._close(pending, log, edges, newer, older, now, reason=f"new value for key {key!r}")
+
+    def _close(
+        self,
+        pending: _Pending,
+        log: EventLog,
+        edges: list[Relationship],
+        newer: Memory,
+        older: Memory,
+        now: datetime,
+        *,
+        reason: str,
+    ) -> None:
+        """``newer`` supersedes ``older``: close its validity, mark it, link and log it."""
+        valid_to = max(newer.valid_from, older.valid_from)
+        pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
+        edges.append(self._edge(newer.id, Relation.SUPERSEDES, older.id, 1.0, "reconciler", now))
+        log.add(
+            EventKind.MEMORY_SUPERSEDED,
+            memory_id=older.id,
+            payload={"by": newer.id, "reason": reason, "valid_to": valid_to.isoformat()},
+        )
+
+    # ------------------------------------------------------------ edges
+
+    def relate(
+        self,
+        src: str,
+        relation: Relation,
+        dst: str,
+        *,
+        confidence: float = 1.0,
+        source: str = "api",
+    ) -> Relationship:
+        """Add the edge ``src --relation--> dst`` through the edge handlers."""
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            log = EventLog(self.mind.id, now)
+            pending = _Pending(created={}, changed={}, known={})
+            self._load(session, pending, [src, dst])
+            edges: list[Relationship] = []
+            edge = self._link(
+                session,
+                pending,
+                log,
+                edges,
+                src,
+                relation,
+                dst,
+                confidence=confidence,
+                source=source,
+                now=now,
+            )
+            self._flush(session, pending, edges, log)
+        return edge
+
+    def _link(
+        self,
+        session: Session,
+        pending: _Pending,
+        log: EventLog,
+        edges: list[Relationship],
+        src_id: str,
+        relation: Relation,
+        dst_id: str,
+        *,
+        confidence: float,
+        source: str,
+        now: datetime,
+    ) -> Relationship:
+        src, dst = pending.get(src_id), pending.get(dst_id)
+        if src is None or dst is None:
+            missing = src_id if src is None else dst_id
+            raise NotFound(self._missing(missing))
+        if src.id == dst.id:
+            raise InvalidInput(f"a memory cannot be {relation.value} itself ({src.id})")
+        for edge in edges:
+            if (edge.src, edge.relation, edge.dst) == (src.id, relation, dst.id):
+                return edge
+        stored = session.run(
+            ops.FindRelationships(self.mind.id, memory_ids=[src.id], relations=[relation])
+        )
+        for edge in stored:
+            if edge.src == src.id and edge.dst == dst.id:
+                return edge
+        if relation in _ORDERED and src.valid_from > dst.valid_from:
+            raise TemporalOrderError(
+                f"{src.id} cannot {relation.value.rstrip('s')} {dst.id}: it is later "
+                f"({src.valid_from.isoformat()} > {dst.valid_from.isoformat()})"
+            )
+        if relation == Relation.SUPERSEDES:
+            if dst.status != Status.ACTIVE:
+                raise InvalidInput(f"cannot supersede memory {dst.id}: it is {dst.status.value}")
+            before = len(edges)
+            self._close(pending, log, edges, src, dst, now, reason="superseded explicitly")
+            edges[before] = edges[before].model_copy(
+                update={"confidence": confidence, "source": source}
+            )
+            return edges[before]
+        status = RelationStatus.PROPOSED if relation == Relation.SAME_AS else RelationStatus.ACTIVE
+        edge = self._edge(src.id, relation, dst.id, confidence, source, now, status=status)
+        edges.append(edge)
+        return edge
+
+    def _edge(
+        self,
+        src: str,
+        relation: Relation,
+        dst: str,
+        confidence: float,
+        source: str,
+        now: datetime,
+        *,
+        status: RelationStatus = RelationStatus.ACTIVE,
+    ) -> Relationship:
+        return Relationship(
+            id=new_id(now),
+            mind_id=self.mind.id,
+            src=src,
+            relation=relation,
+            dst=dst,
+            confidence=confidence,
+            source=source,
+            status=status,
+            created_at=now,
+        )
+
+    # ------------------------------------------------------------ status changes
+
+    def retract(self, memory_id: str, *, reason: str, actor: str = "operator") -> Memory:
+        """Mark a memory inaccurate. It stays, for provenance, out of normal recall."""
+        reason = reason.strip()
+        if not reason:
+            raise InvalidInput("reason: a retraction needs a reason")
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            memory = self._get(session, memory_id)
+            if memory.status == Status.RETRACTED:
+                raise InvalidInput(f"memory {memory_id} is already retracted")
+            log = EventLog(self.mind.id, now)
+            action = log.add(
+                EventKind.OPERATOR_ACTION,
+                memory_id=memory.id,
+                payload={"action": "retract", "actor": actor, "reason": reason},
+            )
+            log.add(
+                EventKind.MEMORY_RETRACTED,
+                memory_id=memory.id,
+                origin_event=action.id,
+                payload={"reason": reason, "previous_status": memory.status.value},
+            )
+            session.run(
+                ops.UpdateMemories(self.mind.id, [(memory.id, {"status": Status.RETRACTED})])
+            )
+            log.flush(session)
+        return memory.model_copy(update={"status": Status.RETRACTED})
+
+    def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
+        """Update the confidence posterior: ``value`` in [-1, 1], positive meaning useful/true."""
+        if not -1.0 <= value <= 1.0:
+            raise InvalidInput(f"value: feedback must be between -1 and 1, got {value}")
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            memory = self._get(session, memory_id)
+            alpha = memory.alpha + max(value, 0.0)
+            beta = memory.beta + max(-value, 0.0)
+            count = memory.feedback_count + 1
+            changes = {
+                "alpha": alpha,
+                "beta": beta,
+                "confidence": alpha / (alpha + beta),
+                "feedback_count": count,
+                "feedback_mean": memory.feedback_mean + (value - memory.feedback_mean) / count,
+            }
+            session.run(ops.UpdateMemories(self.mind.id, [(memory.id, changes)]))
+            log = EventLog(self.mind.id, now)
+            log.add(
+                EventKind.FEEDBACK_GIVEN,
+                memory_id=memory.id,
+                payload={"value": value, "note": note, "confidence": changes["confidence"]},
+            )
+            log.flush(session)
+        return memory.model_copy(update=changes)
+
+    def decide(
+        self, relationship_id: str, *, approve: bool, actor: str = "operator"
+    ) -> Relationship:
+        """Approve or reject a staged ``same_as`` proposal.
+
+        Approving merges: the edge becomes active and the proposing memory is
+        archived in favour of its target, which stays active.
+        """
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            found = session.run(ops.FindRelationships(self.mind.id, ids=[relationship_id]))
+            if not found:
+                raise NotFound(f"no proposal {relationship_id} in mind {self.mind.name!r}")
+            edge = found[0]
+            if edge.status != RelationStatus.PROPOSED:
+                raise InvalidInput(f"relationship {relationship_id} is not a pending proposal")
+            status = RelationStatus.ACTIVE if approve else RelationStatus.REJECTED
+            session.run(ops.SetRelationshipStatus(self.mind.id, edge.id, status, now))
+            log = EventLog(self.mind.id, now)
+            action = log.add(
+                EventKind.OPERATOR_ACTION,
+                memory_id=edge.src,
+                payload={
+                    "action": "approve" if approve else "reject",
+                    "actor": actor,
+                    "relationship": edge.id,
+                },
+            )
+            if approve:
+                src = self._get(session, edge.src)
+                if src.status == Status.ACTIVE:
+                    session.run(
+                        ops.UpdateMemories(self.mind.id, [(src.id, {"status": Status.ARCHIVED})])
+                    )
+                log.add(
+                    EventKind.MEMORY_MERGED,
+                    memory_id=edge.dst,
+                    origin_event=action.id,
+                    payload={"merged": edge.src, "relationship": edge.id},
+                )
+            log.flush(session)
+        return edge.model_copy(update={"status": status, "decided_at": now})
+
+    # ------------------------------------------------------------ helpers
+
+    def _missing(self, memory_id: str) -> str:
+        return f"no memory {memory_id} in mind {self.mind.name!r} (relationships never cross minds)"
+
+    def _get(self, session: Session, memory_id: str) -> Memory:
+        found = session.run(ops.GetMemories(self.mind.id, [memory_id]))
+        if not found:
+            raise NotFound(f"no memory {memory_id} in mind {self.mind.name!r}")
+        return found[0]
+
+    def _load(self, session: Session, pending: _Pending, ids: Sequence[str]) -> None:
+        wanted = [i for i in ids if pending.get(i) is None]
+        if not wanted:
+            return
+        found = {m.id: m for m in session.run(ops.GetMemories(self.mind.id, wanted))}
+        for memory_id in wanted:
+            if memory_id not in found:
+                raise NotFound(self._missing(memory_id))
+        pending.known.update(found)
+
+    def _flush(
+        self,
+        session: Session,
+        pending: _Pending,
+        edges: list[Relationship],
+        log: EventLog,
+    ) -> None:
+        # Changes first: a value superseded here frees its content hash for a new row.
+        if pending.changed:
+            session.run(ops.UpdateMemories(self.mind.id, list(pending.changed.items())))
+        if pending.created:
+            session.run(ops.InsertMemories(list(pending.created.values())))
+        if edges:
+            session.run(ops.InsertRelationships(edges))
+            for edge in edges:
+                log.add(
+                    EventKind.RELATIONSHIP_CREATED,
+                    memory_id=edge.src,
+                    payload={
+                        "relationship": edge.id,
+                        "relation": edge.relation.value,
+                        "dst": edge.dst,
+                        "status": edge.status.value,
+                    },
+                )
+        log.flush(session)

@@ -1,0 +1,150 @@
+"""Export a mind as JSONL and import it into an empty mind, byte for byte.
+
+Lines: a header, then memories and relationships in id order, then events and
+audit entries in append order. No line names the mind, so a file imports into
+any empty mind and exports from there to the same lines. Import is a restore,
+not a write: instead of the reconciler it checks the whole file first (every
+line validates, the audit chain and content hashes verify) and then writes it
+in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
+from noema.errors import InvalidInput, UsageError, from_validation
+from noema.memory.audit import canonical, event_record, iso, verify_records
+from noema.storage import Session, Storage, ops
+
+__all__ = ["FORMAT_VERSION", "export_lines", "import_lines"]
+
+FORMAT_VERSION = 1
+_PAGE = 2_000
+
+
+def _record(model: Memory | Relationship | AuditEntry) -> dict[str, Any]:
+    data = model.model_dump(mode="python", exclude={"mind_id"})
+    for name, value in data.items():
+        if hasattr(value, "astimezone"):
+            data[name] = iso(value)
+        elif isinstance(value, tuple):
+            data[name] = list(value)
+        elif hasattr(value, "value"):
+            data[name] = value.value
+    return data
+
+
+def iter_memories(session: Session, mind_id: str) -> Iterator[Memory]:
+    after: str | None = None
+    while page := session.run(ops.ScanMemories(mind_id, after_id=after, limit=_PAGE)):
+        yield from page
+        after = page[-1].id
+
+
+def iter_relationships(session: Session, mind_id: str) -> Iterator[Relationship]:
+    after: str | None = None
+    while page := session.run(ops.FindRelationships(mind_id, after_id=after, limit=_PAGE)):
+        yield from page
+        after = page[-1].id
+
+
+def iter_events(session: Session, mind_id: str) -> Iterator[Event]:
+    after = 0
+    while page := session.run(ops.ListEvents(mind_id, after_seq=after, limit=_PAGE)):
+        yield from page
+        after = page[-1].seq or 0
+
+
+def iter_audit(session: Session, mind_id: str) -> Iterator[AuditEntry]:
+    after = 0
+    while page := session.run(ops.ListAudit(mind_id, after_seq=after, limit=_PAGE)):
+        yield from page
+        after = page[-1].seq
+
+
+def export_lines(storage: Storage, mind: MindInfo) -> Iterator[str]:
+    """The mind as JSONL lines (without newlines), from one consistent snapshot."""
+    with storage.transaction(write=False) as session:
+        yield canonical({"type": "header", "format": "noema-export", "version": FORMAT_VERSION})
+        for memory in iter_memories(session, mind.id):
+            yield canonical({"type": "memory", **_record(memory)})
+        for edge in iter_relationships(session, mind.id):
+            yield canonical({"type": "relationship", **_record(edge)})
+        for event in iter_events(session, mind.id):
+            yield canonical({"type": "event", **event_record(event)})
+        for entry in iter_audit(session, mind.id):
+            yield canonical({"type": "audit", **_record(entry)})
+
+
+def import_lines(storage: Storage, mind: MindInfo, lines: Iterable[bytes | str]) -> dict[str, int]:
+    """Restore an export into ``mind``, which must be empty. All or nothing."""
+    memories: list[Memory] = []
+    edges: list[Relationship] = []
+    events: list[Event] = []
+    audit: list[AuditEntry] = []
+    header = False
+    for number, raw in enumerate(lines, start=1):
+        where = f"line {number}"
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{where}: not valid UTF-8") from None
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{where}: expected a JSON object")
+        kind = data.pop("type", None)
+        if not header:
+            if kind != "header" or data.get("format") != "noema-export":
+                raise InvalidInput(f"{where}: not a Noema export (no header line)")
+            if data.get("version") != FORMAT_VERSION:
+                raise InvalidInput(
+                    f"{where}: export format version {data.get('version')} is unknown"
+                )
+            header = True
+            continue
+        try:
+            if kind == "memory":
+                memories.append(Memory.model_validate({**data, "mind_id": mind.id}))
+            elif kind == "relationship":
+                edges.append(Relationship.model_validate({**data, "mind_id": mind.id}))
+            elif kind == "event":
+                events.append(Event.model_validate({**data, "mind_id": mind.id}))
+            elif kind == "audit":
+                audit.append(AuditEntry.model_validate(data))
+            else:
+                raise InvalidInput(f"{where}: unknown record type {kind!r}")
+        except ValidationError as exc:
+            raise InvalidInput(str(from_validation(exc, what=f"{where} ({kind})"))) from None
+    if not header:
+        raise InvalidInput("the file is empty: not a Noema export")
+    report = verify_records(audit, events, memories)
+    if not report.ok:
+        raise InvalidInput(f"the export does not verify: {report.problem}")
+    ids = {m.id for m in memories}
+    for edge in edges:
+        if edge.src not in ids or edge.dst not in ids:
+            raise InvalidInput(f"relationship {edge.id} names a memory the file does not hold")
+    with storage.transaction() as session:
+        if not session.run(ops.IsEmpty(mind.id)):
+            raise UsageError(f"mind {mind.name!r} is not empty: import only into an empty mind")
+        for start in range(0, len(memories), _PAGE):
+            session.run(ops.InsertMemories(memories[start : start + _PAGE]))
+        session.run(ops.InsertRelationships(edges))
+        session.run(ops.AppendEvents(events))
+        session.run(ops.AppendAudit(mind.id, audit))
+    return {
+        "memories": len(memories),
+        "relationships": len(edges),
+        "events": len(events),
+        "audit": len(audit),
+    }

@@ -1,0 +1,383 @@
+"""``Mind``: the public Python API over one mind of a store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from concepts import (
+    Channel,
+    Epistemic,
+    Event,
+    EventKind,
+    Link,
+    Memory,
+    MemoryInput,
+    MemoryKind,
+    MindInfo,
+    RecallFilters,
+    RecallQuery,
+    RecallResult,
+    Relation,
+    Relationship,
+    RelationStatus,
+)
+from noema.clock import Clock, SystemClock
+from noema.config import MindConfig, Settings
+from noema.errors import InvalidInput, NotFound, from_validation
+from noema.ids import new_id
+from noema.memory.audit import VerifyReport, verify_records
+from noema.memory.decay import DecayReport, run_decay
+from noema.memory.recall import Recaller
+from noema.memory.reconciler import Reconciler
+from noema.memory.transfer import (
+    export_lines,
+    import_lines,
+    iter_audit,
+    iter_events,
+    iter_memories,
+)
+from noema.storage import Storage, open_storage, ops
+
+__all__ = ["Mind"]
+
+Progress = Callable[[int, int], None]
+
+
+def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
+    try:
+        return MemoryInput.model_validate(dict(fields))
+    except ValidationError as exc:
+        raise from_validation(exc, what=what) from None
+
+
+class Mind:
+    """One mind: remember, recall, relate, correct and audit its long-term memory.
+
+    Open with ``Mind.open()``; use as a context manager or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        info: MindInfo,
+        *,
+        config: MindConfig | None = None,
+        clock: Clock | None = None,
+        owns_storage: bool = True,
+    ) -> None:
+        self.storage = storage
+        self.info = info
+        self.config = config or MindConfig()
+        self.clock: Clock = clock or SystemClock()
+        self._owns_storage = owns_storage
+        self._reconciler = Reconciler(storage, info, self.config, self.clock)
+        self._recaller = Recaller(storage, info, self.config, self.clock)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        name: str | None = None,
+        *,
+        config: MindConfig | None = None,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+    ) -> Mind:
+        """Open (creating when missing) the mind ``name`` in the store at ``url``.
+
+        Without ``url``: ``NOEMA_DATABASE_URL``, else a SQLite file in the user's
+        data directory. Without ``name``: ``NOEMA_MIND``, else ``"default"``.
+        """
+        settings = settings or Settings.from_env()
+        name = name if name is not None else settings.mind
+        name = name.strip()
+        if not name or len(name) > 100 or any(ord(c) < 32 for c in name):
+            raise InvalidInput("mind: a mind name is 1 to 100 printable characters")
+        storage = open_storage(url or settings.url())
+        try:
+            clock = clock or SystemClock()
+            with storage.transaction() as session:
+                now = clock.now()
+                info = session.run(ops.EnsureMind(name, new_id(now), now))
+        except BaseException:
+            storage.close()
+            raise
+        return cls(storage, info, config=config or settings.mind_config(name), clock=clock)
+
+    def close(self) -> None:
+        """Close the store (when this mind opened it)."""
+        if self._owns_storage:
+            self.storage.close()
+
+    def __enter__(self) -> Mind:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    def __repr__(self) -> str:
+        return f"Mind(name={self.name!r}, url={self.storage.url!r})"
+
+    # ------------------------------------------------------------ writing
+
+    def remember(
+        self,
+        content: str,
+        *,
+        kind: MemoryKind | str = MemoryKind.SEMANTIC,
+        epistemic: Epistemic | str = Epistemic.CLAIM,
+        channel: Channel | str = Channel.USER,
+        key: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 0.8,
+        salience: float = 0.5,
+        valid_from: datetime | str | None = None,
+        at: datetime | str | None = None,
+        tags: Sequence[str] = (),
+        payload: Mapping[str, Any] | None = None,
+        summary: str | None = None,
+        links: Sequence[Link | tuple[Relation | str, str]] = (),
+        force: bool = False,
+        origin_event: str | None = None,
+    ) -> Memory:
+        """Remember one thing; identical active content is reinforced and returned instead."""
+        item = _input(
+            {
+                "content": content,
+                "kind": kind,
+                "epistemic": epistemic,
+                "channel": channel,
+                "key": key,
+                "importance": importance,
+                "confidence": confidence,
+                "salience": salience,
+                "valid_from": valid_from,
+                "at": at,
+                "tags": tuple(tags),
+                "payload": dict(payload or {}),
+                "summary": summary,
+                "links": tuple(
+                    link if isinstance(link, Link) else Link(relation=link[0], target=link[1])
+                    for link in links
+                ),
+            }
+        )
+        return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
+
+    def remember_many(
+        self,
+        items: Iterable[MemoryInput | Mapping[str, Any]],
+        *,
+        batch_size: int | None = None,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> list[Memory]:
+        """Remember many things, one transaction per batch.
+
+        Every item is validated and checked against the write policy before the
+        first batch is written, so bad input writes nothing.
+        """
+        inputs = [
+            item if isinstance(item, MemoryInput) else _input(item, what=f"item {index}:")
+            for index, item in enumerate(items, start=1)
+        ]
+        self._reconciler.check_policy(inputs, force=force)
+        size = batch_size or self.config.batch_size
+        written: list[Memory] = []
+        for start in range(0, len(inputs), size):
+            written.extend(self._reconciler.remember(inputs[start : start + size], force=True))
+            if progress is not None:
+                progress(len(written), len(inputs))
+        return written
+
+    def check_policy(
+        self,
+        items: Sequence[MemoryInput],
+        *,
+        force: bool = False,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Raise ``PolicyViolation`` for the first item the write policy refuses."""
+        self._reconciler.check_policy(items, force=force, labels=labels)
+
+    def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
+        """Write ``content`` as the new version of ``old_id`` (same kind and key unless given)."""
+        old = self.get(old_id)
+        fields.setdefault("kind", old.kind)
+        fields.setdefault("key", old.key)
+        fields.setdefault("epistemic", old.epistemic)
+        fields.setdefault("channel", old.channel)
+        links = [*fields.pop("links", ()), Link(relation=Relation.SUPERSEDES, target=old.id)]
+        return self.remember(content, links=links, **fields)
+
+    def relate(
+        self,
+        src: str,
+        relation: Relation | str,
+        dst: str,
+        *,
+        confidence: float = 1.0,
+        source: str = "api",
+    ) -> Relationship:
+        """Add an edge through the edge handlers (``same_as`` is staged as a proposal)."""
+        try:
+            link = Link(relation=relation, target=dst, confidence=confidence)
+        except ValidationError as exc:
+            raise from_validation(exc) from None
+        return self._reconciler.relate(
+            src, link.relation, link.target, confidence=link.confidence, source=source
+        )
+
+    def retract(self, memory_id: str, *, reason: str) -> Memory:
+        """Mark a memory inaccurate; it is kept for provenance and leaves normal recall."""
+        return self._reconciler.retract(memory_id, reason=reason)
+
+    def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
+        """Tell the mind a memory was useful/true (up to 1) or not (down to -1)."""
+        return self._reconciler.feedback(memory_id, value, note=note)
+
+    def proposals(self) -> list[Relationship]:
+        """Pending ``same_as`` merge proposals."""
+        with self.storage.transaction(write=False) as session:
+            return session.run(ops.FindRelationships(self.id, statuses=[RelationStatus.PROPOSED]))
+
+    def approve(self, relationship_id: str) -> Relationship:
+        """Approve a merge proposal: the proposing memory is archived into its target."""
+        return self._reconciler.decide(relationship_id, approve=True)
+
+    def reject(self, relationship_id: str) -> Relationship:
+        """Reject a merge proposal; both memories stay as they are."""
+        return self._reconciler.decide(relationship_id, approve=False)
+
+    # ------------------------------------------------------------ reading
+
+    def recall(
+        self,
+        query: str = "",
+        *,
+        limit: int = 10,
+        filters: RecallFilters | Mapping[str, Any] | None = None,
+        as_of: datetime | str | None = None,
+        peek: bool = False,
+        mode: str = "any",
+        **filter_fields: Any,
+    ) -> list[RecallResult]:
+        """Recall memories for ``query``, each with the components of its score.
+
+        Filters come as a ``RecallFilters``, a mapping, or keyword arguments
+        (``kinds``, ``epistemics``, ``statuses``, ``channels``, ``tags``, ``key``,
+        ``since``, ``until``, ``min_confidence``). Unless ``peek``, every returned
+        memory is reinforced and a ``memory_retrieved`` event logged.
+        """
+        try:
+            if isinstance(filters, RecallFilters):
+                if filter_fields:
+                    filters = filters.model_copy(update=filter_fields)
+            else:
+                filters = RecallFilters.model_validate({**(filters or {}), **filter_fields})
+            request = RecallQuery(
+                text=query, limit=limit, filters=filters, as_of=as_of, peek=peek, mode=mode
+            )
+        except ValidationError as exc:
+            raise from_validation(exc) from None
+        return self._recaller.recall(request)
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with this id, whatever its status."""
+        with self.storage.transaction(write=False) as session:
+            found = session.run(ops.GetMemories(self.id, [memory_id]))
+        if not found:
+            raise NotFound(f"no memory {memory_id} in mind {self.name!r}")
+        return found[0]
+
+    def relationships(self, memory_id: str) -> list[Relationship]:
+        """Every edge touching a memory, whatever its status."""
+        with self.storage.transaction(write=False) as session:
+            return session.run(ops.FindRelationships(self.id, memory_ids=[memory_id]))
+
+    def events(
+        self,
+        *,
+        memory_id: str | None = None,
+        kinds: Sequence[EventKind | str] = (),
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Event]:
+        """The mind's events in append order (or newest first)."""
+        with self.storage.transaction(write=False) as session:
+            return session.run(
+                ops.ListEvents(
+                    self.id,
+                    memory_id=memory_id,
+                    kinds=[str(k) for k in kinds],
+                    limit=limit,
+                    newest_first=newest_first,
+                )
+            )
+
+    def stats(self) -> dict[str, Any]:
+        """Memory counts by kind and by status."""
+        with self.storage.transaction(write=False) as session:
+            rows = session.run(ops.CountMemories(self.id))
+        by_kind: dict[str, int] = {}
+        by_status: dict[str, int] = {}
+        for kind, status, count in rows:
+            by_kind[kind] = by_kind.get(kind, 0) + count
+            by_status[status] = by_status.get(status, 0) + count
+        return {
+            "mind": self.name,
+            "total": sum(by_kind.values()),
+            "by_kind": by_kind,
+            "by_status": by_status,
+        }
+
+    # ------------------------------------------------------------ maintenance
+
+    def decay(self) -> DecayReport:
+        """Run the decay job now (idempotent; never deletes)."""
+        return run_decay(self.storage, self.info, self.config, self.clock)
+
+    def verify(self) -> VerifyReport:
+        """Check the audit chain, the events it covers and every content hash."""
+        with self.storage.transaction(write=False) as session:
+            return verify_records(
+                iter_audit(session, self.id),
+                iter_events(session, self.id),
+                iter_memories(session, self.id),
+            )
+
+    def export_lines(self) -> Iterator[str]:
+        """The mind as JSONL lines (no newlines), from one consistent snapshot."""
+        return export_lines(self.storage, self.info)
+
+    def export(self, fp: IO[str]) -> int:
+        """Write the mind as JSONL to ``fp``; returns the number of lines."""
+        count = 0
+        for line in export_lines(self.storage, self.info):
+            fp.write(line + "\n")
+            count += 1
+        return count
+
+    def import_(self, source: IO[bytes] | IO[str] | Iterable[bytes | str]) -> dict[str, int]:
+        """Restore an export into this mind, which must be empty; all or nothing."""
+        return import_lines(self.storage, self.info, source)

@@ -1,0 +1,119 @@
+"""Numbered, append-only migrations of the SQLite schema.
+
+Never edit a released migration: append a new one. Times are integer
+microseconds since the Unix epoch (UTC); JSON columns hold compact JSON text.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial schema",
+        """
+        CREATE TABLE minds (
+            id          TEXT PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            created_at  INTEGER NOT NULL
+        );
+
+        CREATE TABLE memories (
+            rowid          INTEGER PRIMARY KEY,
+            id             TEXT NOT NULL,
+            mind_id        TEXT NOT NULL REFERENCES minds(id),
+            kind           TEXT NOT NULL,
+            epistemic      TEXT NOT NULL,
+            channel        TEXT NOT NULL,
+            content        TEXT NOT NULL,
+            summary        TEXT,
+            key            TEXT,
+            tags           TEXT NOT NULL DEFAULT '[]',
+            payload        TEXT NOT NULL DEFAULT '{}',
+            confidence     REAL NOT NULL,
+            alpha          REAL NOT NULL,
+            beta           REAL NOT NULL,
+            importance     REAL NOT NULL,
+            salience       REAL NOT NULL,
+            trust          REAL NOT NULL,
+            credibility    REAL NOT NULL,
+            activation     REAL NOT NULL,
+            activation_at  INTEGER NOT NULL,
+            status         TEXT NOT NULL,
+            valid_from     INTEGER NOT NULL,
+            valid_to       INTEGER,
+            recorded_at    INTEGER NOT NULL,
+            last_accessed  INTEGER,
+            access_count   INTEGER NOT NULL DEFAULT 0,
+            origin_event   TEXT,
+            content_hash   TEXT NOT NULL,
+            feedback_count INTEGER NOT NULL DEFAULT 0,
+            feedback_mean  REAL NOT NULL DEFAULT 0
+        );
+        CREATE UNIQUE INDEX memories_mind_id ON memories(mind_id, id);
+        CREATE UNIQUE INDEX memories_active_hash
+            ON memories(mind_id, content_hash) WHERE status = 'active';
+        CREATE INDEX memories_mind_status_time ON memories(mind_id, status, recorded_at);
+        CREATE INDEX memories_mind_key ON memories(mind_id, key) WHERE key IS NOT NULL;
+        CREATE INDEX memories_mind_valid ON memories(mind_id, valid_from);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content,
+            content = 'memories',
+            content_rowid = 'rowid',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+        END;
+
+        CREATE TABLE relationships (
+            id          TEXT NOT NULL,
+            mind_id     TEXT NOT NULL REFERENCES minds(id),
+            src         TEXT NOT NULL,
+            relation    TEXT NOT NULL,
+            dst         TEXT NOT NULL,
+            confidence  REAL NOT NULL,
+            source      TEXT NOT NULL,
+            status      TEXT NOT NULL,
+            created_at  INTEGER NOT NULL,
+            decided_at  INTEGER,
+            PRIMARY KEY (mind_id, id),
+            FOREIGN KEY (mind_id, src) REFERENCES memories(mind_id, id),
+            FOREIGN KEY (mind_id, dst) REFERENCES memories(mind_id, id)
+        );
+        CREATE UNIQUE INDEX relationships_edge ON relationships(mind_id, src, relation, dst);
+        CREATE INDEX relationships_dst ON relationships(mind_id, dst);
+
+        CREATE TABLE events (
+            seq          INTEGER PRIMARY KEY,
+            id           TEXT NOT NULL,
+            mind_id      TEXT NOT NULL REFERENCES minds(id),
+            kind         TEXT NOT NULL,
+            at           INTEGER NOT NULL,
+            memory_id    TEXT,
+            origin_event TEXT,
+            payload      TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE UNIQUE INDEX events_mind_id ON events(mind_id, id);
+        CREATE INDEX events_mind_memory ON events(mind_id, memory_id, seq)
+            WHERE memory_id IS NOT NULL;
+        CREATE INDEX events_mind_kind ON events(mind_id, kind, seq);
+
+        CREATE TABLE audit (
+            mind_id    TEXT NOT NULL REFERENCES minds(id),
+            seq        INTEGER NOT NULL,
+            at         INTEGER NOT NULL,
+            event_id   TEXT NOT NULL,
+            action     TEXT NOT NULL,
+            digest     TEXT NOT NULL,
+            prev_hash  TEXT NOT NULL,
+            hash       TEXT NOT NULL,
+            PRIMARY KEY (mind_id, seq)
+        ) WITHOUT ROWID;
+        """,
+    ),
+]

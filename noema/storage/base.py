@@ -1,0 +1,36 @@
+"""The storage protocol every backend implements (ADR 0002)."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
+
+from noema.storage.ops import Op
+
+__all__ = ["Session", "Storage"]
+
+R = TypeVar("R")
+
+
+class Session(Protocol):
+    """A unit of work inside one transaction."""
+
+    def run(self, op: Op[R]) -> R:
+        """Run one operation and return its declared result."""
+        ...
+
+
+class Storage(Protocol):
+    """A database holding any number of minds.
+
+    ``transaction(write=True)`` serialises writers of one database and commits on
+    a clean exit, rolls back on an exception. Read sessions see one snapshot.
+    """
+
+    url: str
+
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[Session]: ...
+
+    def schema_version(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,671 @@
+"""The embedded SQLite backend: WAL mode, FTS5 with bm25, one file per store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from concepts import (
+    AuditEntry,
+    Event,
+    Memory,
+    MindInfo,
+    RecallFilters,
+    Relationship,
+)
+from noema.errors import MigrationError, StorageError
+from noema.storage import ops
+from noema.storage._sqlite_schema import MIGRATIONS
+
+__all__ = ["SQLiteStorage"]
+
+R = TypeVar("R")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+_MEMORY_COLUMNS = (
+    "id",
+    "mind_id",
+    "kind",
+    "epistemic",
+    "channel",
+    "content",
+    "summary",
+    "key",
+    "tags",
+    "payload",
+    "confidence",
+    "alpha",
+    "beta",
+    "importance",
+    "salience",
+    "trust",
+    "credibility",
+    "activation",
+    "activation_at",
+    "status",
+    "valid_from",
+    "valid_to",
+    "recorded_at",
+    "last_accessed",
+    "access_count",
+    "origin_event",
+    "content_hash",
+    "feedback_count",
+    "feedback_mean",
+)
+_TIME_COLUMNS = frozenset(
+    {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
+)
+_MEMORY_SELECT = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
+_INSERT_MEMORY = (
+    f"INSERT INTO memories ({', '.join(_MEMORY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _MEMORY_COLUMNS)})"
+)
+_REL_COLUMNS = (
+    "id",
+    "mind_id",
+    "src",
+    "relation",
+    "dst",
+    "confidence",
+    "source",
+    "status",
+    "created_at",
+    "decided_at",
+)
+_EVENT_COLUMNS = ("seq", "id", "mind_id", "kind", "at", "memory_id", "origin_event", "payload")
+_AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "digest", "prev_hash", "hash")
+
+
+def to_micros(value: datetime) -> int:
+    """An aware datetime as exact integer microseconds since the epoch."""
+    return (value - _EPOCH) // _MICRO
+
+
+def from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _opt_time(value: int | None) -> datetime | None:
+    return None if value is None else from_micros(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def _memory_row(m: Memory) -> tuple[Any, ...]:
+    return (
+        m.id,
+        m.mind_id,
+        m.kind.value,
+        m.epistemic.value,
+        m.channel.value,
+        m.content,
+        m.summary,
+        m.key,
+        _json(list(m.tags)),
+        _json(m.payload),
+        m.confidence,
+        m.alpha,
+        m.beta,
+        m.importance,
+        m.salience,
+        m.trust,
+        m.credibility,
+        m.activation,
+        to_micros(m.activation_at),
+        m.status.value,
+        to_micros(m.valid_from),
+        None if m.valid_to is None else to_micros(m.valid_to),
+        to_micros(m.recorded_at),
+        None if m.last_accessed is None else to_micros(m.last_accessed),
+        m.access_count,
+        m.origin_event,
+        m.content_hash,
+        m.feedback_count,
+        m.feedback_mean,
+    )
+
+
+def _memory_from_row(row: Sequence[Any]) -> Memory:
+    data = dict(zip(_MEMORY_COLUMNS, row, strict=False))
+    for column in _TIME_COLUMNS:
+        value = data[column]
+        data[column] = None if value is None else from_micros(value)
+    data["tags"] = tuple(json.loads(data["tags"]))
+    data["payload"] = json.loads(data["payload"])
+    # Rows were validated on the way in; re-validate the enums only.
+    return Memory.model_validate(data)
+
+
+def _relationship_from_row(row: Sequence[Any]) -> Relationship:
+    data = dict(zip(_REL_COLUMNS, row, strict=True))
+    data["created_at"] = from_micros(data["created_at"])
+    data["decided_at"] = _opt_time(data["decided_at"])
+    return Relationship.model_validate(data)
+
+
+def _event_from_row(row: Sequence[Any]) -> Event:
+    data = dict(zip(_EVENT_COLUMNS, row, strict=True))
+    data["at"] = from_micros(data["at"])
+    data["payload"] = json.loads(data["payload"])
+    return Event.model_validate(data)
+
+
+def _audit_from_row(row: Sequence[Any]) -> AuditEntry:
+    data = dict(zip(_AUDIT_COLUMNS, row, strict=True))
+    data["at"] = from_micros(data["at"])
+    return AuditEntry.model_validate(data)
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" for _ in range(n))
+
+
+def _filter_sql(filters: RecallFilters | None, as_of: datetime | None, params: list[Any]) -> str:
+    """WHERE fragments (each starting with AND) for memories aliased ``m``."""
+    sql: list[str] = []
+    if filters is not None:
+        for column, values in (
+            ("status", filters.statuses),
+            ("kind", filters.kinds),
+            ("epistemic", filters.epistemics),
+            ("channel", filters.channels),
+        ):
+            if values:
+                sql.append(f"AND m.{column} IN ({_placeholders(len(values))})")
+                params.extend(v.value for v in values)
+        for tag in filters.tags:
+            sql.append("AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)")
+            params.append(tag)
+        if filters.key is not None:
+            sql.append("AND m.key = ?")
+            params.append(filters.key)
+        if filters.since is not None:
+            sql.append("AND m.recorded_at >= ?")
+            params.append(to_micros(filters.since))
+        if filters.until is not None:
+            sql.append("AND m.recorded_at <= ?")
+            params.append(to_micros(filters.until))
+        if filters.min_confidence > 0:
+            sql.append("AND m.confidence >= ?")
+            params.append(filters.min_confidence)
+    if as_of is not None:
+        t = to_micros(as_of)
+        sql.append("AND m.valid_from <= ? AND (m.valid_to IS NULL OR m.valid_to > ?)")
+        params.extend((t, t))
+    return " ".join(sql)
+
+
+def _fts_query(terms: Sequence[str], strict: bool) -> str:
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+    return (" AND " if strict else " OR ").join(quoted)
+
+
+def _parse_path(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+    elif url.startswith("sqlite://"):
+        path = url[len("sqlite://") :]
+    else:
+        path = url
+    return path or ":memory:"
+
+
+class _Session:
+    """Runs operations on one connection inside one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, write: bool) -> None:
+        self._conn = conn
+        self._write = write
+
+    def run(self, op: ops.Op[R]) -> R:
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise TypeError(f"SQLite backend has no handler for {type(op).__name__}")
+        if not self._write and type(op) in _WRITE_OPS:
+            raise TypeError(f"{type(op).__name__} needs a write transaction")
+        try:
+            return cast(R, handler(self._conn, op))
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite failed on {type(op).__name__}: {exc}") from exc
+
+
+# The handlers: one per operation, each a plain function of (connection, op).
+
+
+def _ensure_mind(conn: sqlite3.Connection, op: ops.EnsureMind) -> MindInfo:
+    row = conn.execute(
+        "SELECT id, name, created_at FROM minds WHERE name = ?", (op.name,)
+    ).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO minds (id, name, created_at) VALUES (?, ?, ?)",
+            (op.new_id, op.name, to_micros(op.now)),
+        )
+        row = (op.new_id, op.name, to_micros(op.now))
+    return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
+
+
+def _list_minds(conn: sqlite3.Connection, op: ops.ListMinds) -> list[MindInfo]:
+    rows = conn.execute("SELECT id, name, created_at FROM minds ORDER BY name").fetchall()
+    return [MindInfo(id=r[0], name=r[1], created_at=from_micros(r[2])) for r in rows]
+
+
+def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
+    conn.executemany(_INSERT_MEMORY, [_memory_row(m) for m in op.memories])
+
+
+def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
+    grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for memory_id, changes in op.updates:
+        unknown = set(changes) - ops.MUTABLE_FIELDS
+        if unknown:
+            raise ValueError(f"fields {sorted(unknown)} of a memory never change")
+        columns = tuple(sorted(changes))
+        values = tuple(_column_value(c, changes[c]) for c in columns)
+        grouped.setdefault(columns, []).append((*values, op.mind_id, memory_id))
+    for columns, rows in grouped.items():
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
+
+
+def _column_value(column: str, value: Any) -> Any:
+    if column in _TIME_COLUMNS:
+        return None if value is None else to_micros(value)
+    return getattr(value, "value", value)
+
+
+def _get_memories(conn: sqlite3.Connection, op: ops.GetMemories) -> list[Memory]:
+    return _memories_where(conn, op.mind_id, "id", op.ids, active_only=False)
+
+
+def _find_by_hash(conn: sqlite3.Connection, op: ops.FindActiveByHash) -> list[Memory]:
+    return _memories_where(conn, op.mind_id, "content_hash", op.hashes, active_only=True)
+
+
+def _find_by_key(conn: sqlite3.Connection, op: ops.FindActiveByKey) -> list[Memory]:
+    return _memories_where(conn, op.mind_id, "key", op.keys, active_only=True)
+
+
+def _memories_where(
+    conn: sqlite3.Connection, mind_id: str, column: str, values: Sequence[str], *, active_only: bool
+) -> list[Memory]:
+    found: list[Memory] = []
+    status = " AND m.status = 'active'" if active_only else ""
+    unique = list(dict.fromkeys(values))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        rows = conn.execute(
+            f"SELECT {_MEMORY_SELECT} FROM memories m "
+            f"WHERE m.mind_id = ? AND m.{column} IN ({_placeholders(len(chunk))}){status}",
+            (mind_id, *chunk),
+        ).fetchall()
+        found.extend(_memory_from_row(r) for r in rows)
+    return found
+
+
+def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memory, float]]:
+    if not op.terms:
+        return []
+    match = _fts_query(op.terms, op.strict)
+    params: list[Any] = []
+    where = _filter_sql(op.filters, op.as_of, params)
+    # Fast path: the best-ranked hits of the whole index, then filtered. FTS5 keeps
+    # ORDER BY rank LIMIT cheap only without a join, so the join comes after.
+    pool = max(op.limit * 4, 200)
+    rows = conn.execute(
+        f"WITH hits AS (SELECT rowid AS rid, rank FROM memories_fts "
+        f"WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) "
+        f"SELECT {_MEMORY_SELECT}, -hits.rank FROM hits JOIN memories m ON m.rowid = hits.rid "
+        f"WHERE m.mind_id = ? {where} ORDER BY hits.rank LIMIT ?",
+        (match, pool, op.mind_id, *params, op.limit),
+    ).fetchall()
+    if len(rows) < op.limit:
+        total = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            (match, pool + 1),
+        ).fetchone()[0]
+        if total > pool:  # filters or other minds hid hits: search them all
+            rows = conn.execute(
+                f"SELECT {_MEMORY_SELECT}, -memories_fts.rank FROM memories_fts "
+                f"JOIN memories m ON m.rowid = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND m.mind_id = ? {where} "
+                f"ORDER BY memories_fts.rank LIMIT ?",
+                (match, op.mind_id, *params, op.limit),
+            ).fetchall()
+    return [(_memory_from_row(r[:-1]), float(r[-1])) for r in rows]
+
+
+def _scan_memories(conn: sqlite3.Connection, op: ops.ScanMemories) -> list[Memory]:
+    params: list[Any] = [op.mind_id]
+    sql = f"SELECT {_MEMORY_SELECT} FROM memories m WHERE m.mind_id = ?"
+    if op.after_id is not None:
+        sql += " AND m.id > ?"
+        params.append(op.after_id)
+    sql += " " + _filter_sql(op.filters, op.as_of, params)
+    sql += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.recorded_at DESC, m.id DESC"
+    sql += " LIMIT ?"
+    params.append(op.limit)
+    return [_memory_from_row(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def _scan_activation(
+    conn: sqlite3.Connection, op: ops.ScanActivation
+) -> list[tuple[str, float, datetime, float]]:
+    rows = conn.execute(
+        "SELECT id, activation, activation_at, importance FROM memories "
+        "WHERE mind_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (op.mind_id, op.after_id or "", op.limit),
+    ).fetchall()
+    return [(r[0], r[1], from_micros(r[2]), r[3]) for r in rows]
+
+
+def _count_memories(conn: sqlite3.Connection, op: ops.CountMemories) -> list[tuple[str, str, int]]:
+    return conn.execute(
+        "SELECT kind, status, count(*) FROM memories WHERE mind_id = ? "
+        "GROUP BY kind, status ORDER BY kind, status",
+        (op.mind_id,),
+    ).fetchall()
+
+
+def _insert_relationships(conn: sqlite3.Connection, op: ops.InsertRelationships) -> None:
+    conn.executemany(
+        f"INSERT INTO relationships ({', '.join(_REL_COLUMNS)}) "
+        f"VALUES ({_placeholders(len(_REL_COLUMNS))})",
+        [
+            (
+                r.id,
+                r.mind_id,
+                r.src,
+                r.relation.value,
+                r.dst,
+                r.confidence,
+                r.source,
+                r.status.value,
+                to_micros(r.created_at),
+                None if r.decided_at is None else to_micros(r.decided_at),
+            )
+            for r in op.relationships
+        ],
+    )
+
+
+def _set_relationship_status(conn: sqlite3.Connection, op: ops.SetRelationshipStatus) -> None:
+    conn.execute(
+        "UPDATE relationships SET status = ?, decided_at = ? WHERE mind_id = ? AND id = ?",
+        (op.status.value, to_micros(op.decided_at), op.mind_id, op.id),
+    )
+
+
+def _find_relationships(conn: sqlite3.Connection, op: ops.FindRelationships) -> list[Relationship]:
+    params: list[Any] = [op.mind_id]
+    sql = f"SELECT {', '.join(_REL_COLUMNS)} FROM relationships WHERE mind_id = ?"
+    if op.ids is not None:
+        sql += f" AND id IN ({_placeholders(len(op.ids))})"
+        params.extend(op.ids)
+    if op.memory_ids is not None:
+        marks = _placeholders(len(op.memory_ids))
+        sql += f" AND (src IN ({marks}) OR dst IN ({marks}))"
+        params.extend(op.memory_ids)
+        params.extend(op.memory_ids)
+    if op.relations:
+        sql += f" AND relation IN ({_placeholders(len(op.relations))})"
+        params.extend(r.value for r in op.relations)
+    if op.statuses:
+        sql += f" AND status IN ({_placeholders(len(op.statuses))})"
+        params.extend(s.value for s in op.statuses)
+    if op.after_id is not None:
+        sql += " AND id > ?"
+        params.append(op.after_id)
+    sql += " ORDER BY id"
+    if op.limit is not None:
+        sql += " LIMIT ?"
+        params.append(op.limit)
+    return [_relationship_from_row(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def _append_events(conn: sqlite3.Connection, op: ops.AppendEvents) -> None:
+    conn.executemany(
+        "INSERT INTO events (id, mind_id, kind, at, memory_id, origin_event, payload) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                e.id,
+                e.mind_id,
+                e.kind,
+                to_micros(e.at),
+                e.memory_id,
+                e.origin_event,
+                _json(e.payload),
+            )
+            for e in op.events
+        ],
+    )
+
+
+def _list_events(conn: sqlite3.Connection, op: ops.ListEvents) -> list[Event]:
+    params: list[Any] = [op.mind_id]
+    sql = f"SELECT {', '.join(_EVENT_COLUMNS)} FROM events WHERE mind_id = ?"
+    if op.memory_id is not None:
+        sql += " AND memory_id = ?"
+        params.append(op.memory_id)
+    if op.kinds:
+        sql += f" AND kind IN ({_placeholders(len(op.kinds))})"
+        params.extend(op.kinds)
+    if op.ids is not None:
+        sql += f" AND id IN ({_placeholders(len(op.ids))})"
+        params.extend(op.ids)
+    if op.after_seq is not None:
+        sql += " AND seq > ?"
+        params.append(op.after_seq)
+    sql += " ORDER BY seq DESC" if op.newest_first else " ORDER BY seq"
+    if op.limit is not None:
+        sql += " LIMIT ?"
+        params.append(op.limit)
+    return [_event_from_row(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def _audit_head(conn: sqlite3.Connection, op: ops.AuditHead) -> AuditEntry | None:
+    row = conn.execute(
+        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? "
+        "ORDER BY seq DESC LIMIT 1",
+        (op.mind_id,),
+    ).fetchone()
+    return None if row is None else _audit_from_row(row)
+
+
+def _append_audit(conn: sqlite3.Connection, op: ops.AppendAudit) -> None:
+    conn.executemany(
+        "INSERT INTO audit (mind_id, seq, at, event_id, action, digest, prev_hash, hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                op.mind_id,
+                a.seq,
+                to_micros(a.at),
+                a.event_id,
+                a.action,
+                a.digest,
+                a.prev_hash,
+                a.hash,
+            )
+            for a in op.entries
+        ],
+    )
+
+
+def _list_audit(conn: sqlite3.Connection, op: ops.ListAudit) -> list[AuditEntry]:
+    rows = conn.execute(
+        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?",
+        (op.mind_id, op.after_seq, op.limit),
+    ).fetchall()
+    return [_audit_from_row(r) for r in rows]
+
+
+def _is_empty(conn: sqlite3.Connection, op: ops.IsEmpty) -> bool:
+    for table in ("memories", "relationships", "events", "audit"):
+        if conn.execute(
+            f"SELECT 1 FROM {table} WHERE mind_id = ? LIMIT 1", (op.mind_id,)
+        ).fetchone():
+            return False
+    return True
+
+
+_HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
+    ops.EnsureMind: _ensure_mind,
+    ops.ListMinds: _list_minds,
+    ops.InsertMemories: _insert_memories,
+    ops.UpdateMemories: _update_memories,
+    ops.GetMemories: _get_memories,
+    ops.FindActiveByHash: _find_by_hash,
+    ops.FindActiveByKey: _find_by_key,
+    ops.SearchText: _search_text,
+    ops.ScanMemories: _scan_memories,
+    ops.ScanActivation: _scan_activation,
+    ops.CountMemories: _count_memories,
+    ops.InsertRelationships: _insert_relationships,
+    ops.SetRelationshipStatus: _set_relationship_status,
+    ops.FindRelationships: _find_relationships,
+    ops.AppendEvents: _append_events,
+    ops.ListEvents: _list_events,
+    ops.AuditHead: _audit_head,
+    ops.AppendAudit: _append_audit,
+    ops.ListAudit: _list_audit,
+    ops.IsEmpty: _is_empty,
+}
+_WRITE_OPS = frozenset(
+    {
+        ops.EnsureMind,
+        ops.InsertMemories,
+        ops.UpdateMemories,
+        ops.InsertRelationships,
+        ops.SetRelationshipStatus,
+        ops.AppendEvents,
+        ops.AppendAudit,
+    }
+)
+
+
+class SQLiteStorage:
+    """A SQLite database file (or ``:memory:``) holding any number of minds.
+
+    One connection, guarded by a lock, so a ``SQLiteStorage`` may be shared by
+    threads; separate processes coordinate through SQLite's own file locks.
+    """
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000) -> None:
+        self.url = url
+        path = _parse_path(url)
+        if path != ":memory:":
+            target = Path(path).expanduser()
+            if target.is_dir():
+                raise StorageError(f"cannot open SQLite database {target}: it is a directory")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot create directory {target.parent}: {exc.strerror}"
+                ) from exc
+            path = str(target)
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            for pragma in (
+                "PRAGMA journal_mode = WAL",
+                "PRAGMA synchronous = NORMAL",
+                "PRAGMA foreign_keys = ON",
+                f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
+                "PRAGMA cache_size = -65536",
+                "PRAGMA temp_store = MEMORY",
+            ):
+                self._conn.execute(pragma)
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            known = {version for version, _, _ in MIGRATIONS}
+            if applied - known:
+                raise MigrationError(
+                    f"database {self.path} has schema version {max(applied)}, newer than this "
+                    f"Noema knows ({max(known)}); upgrade Noema"
+                )
+            for version, name, sql in MIGRATIONS:
+                if version in applied:
+                    continue
+                for statement in _split_sql(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) "
+                    "VALUES (?, ?, datetime('now'))",
+                    (version, name),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+            return int(row[0] or 0)
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[_Session]:
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot begin a transaction on {self.path}: {exc}") from exc
+            try:
+                yield _Session(conn, write)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StorageError(f"commit failed on {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
