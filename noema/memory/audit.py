@@ -66,14 +66,16 @@ def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
         digest = event_digest(event)
         h = entry_hash(seq, prev, event.id, event.kind, event.at, digest)
         entries.append(
-            AuditEntry.model_construct(
-                seq=seq,
-                at=event.at,
-                event_id=event.id,
-                action=event.kind,
-                digest=digest,
-                prev_hash=prev,
-                hash=h,
+            AuditEntry.model_validate(
+                dict(
+                    seq=seq,
+                    at=event.at,
+                    event_id=event.id,
+                    action=event.kind,
+                    digest=digest,
+                    prev_hash=prev,
+                    hash=h,
+                )
             )
         )
         prev = h

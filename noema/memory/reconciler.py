@@ -59,15 +59,17 @@ class EventLog:
         origin_event: str | None = None,
         payload: dict[str, Any] | None = None,
     ) -> Event:
-        event = Event.model_construct(
-            id=new_id(self.now),
-            mind_id=self.mind_id,
-            kind=kind,
-            at=self.now,
-            memory_id=memory_id,
-            origin_event=origin_event,
-            payload=payload or {},
-            seq=None,
+        event = Event.model_validate(
+            dict(
+                id=new_id(self.now),
+                mind_id=self.mind_id,
+                kind=kind,
+                at=self.now,
+                memory_id=memory_id,
+                origin_event=origin_event,
+                payload=payload or {},
+                seq=None,
+            )
         )
         self.events.append(event)
         return event
@@ -244,36 +246,38 @@ class Reconciler:
             },
         )
         c = item.confidence
-        return Memory.model_construct(
-            id=memory_id,
-            mind_id=self.mind.id,
-            kind=item.kind,
-            epistemic=item.epistemic,
-            channel=item.channel,
-            content=item.content,
-            summary=item.summary,
-            key=item.key,
-            tags=item.tags,
-            payload=item.payload,
-            confidence=c,
-            alpha=max(PRIOR_STRENGTH * c, _MIN_SHAPE),
-            beta=max(PRIOR_STRENGTH * (1.0 - c), _MIN_SHAPE),
-            importance=item.importance,
-            salience=item.salience,
-            trust=CHANNEL_TRUST[item.channel],
-            credibility=credibility(item.channel, item.epistemic),
-            activation=self.config.initial_activation,
-            activation_at=recorded_at,
-            status=Status.ACTIVE,
-            valid_from=item.valid_from or recorded_at,
-            valid_to=None,
-            recorded_at=recorded_at,
-            last_accessed=None,
-            access_count=0,
-            origin_event=origin_event or event.id,
-            content_hash=digest,
-            feedback_count=0,
-            feedback_mean=0.0,
+        return Memory.model_validate(
+            dict(
+                id=memory_id,
+                mind_id=self.mind.id,
+                kind=item.kind,
+                epistemic=item.epistemic,
+                channel=item.channel,
+                content=item.content,
+                summary=item.summary,
+                key=item.key,
+                tags=item.tags,
+                payload=item.payload,
+                confidence=c,
+                alpha=max(PRIOR_STRENGTH * c, _MIN_SHAPE),
+                beta=max(PRIOR_STRENGTH * (1.0 - c), _MIN_SHAPE),
+                importance=item.importance,
+                salience=item.salience,
+                trust=CHANNEL_TRUST[item.channel],
+                credibility=credibility(item.channel, item.epistemic),
+                activation=self.config.initial_activation,
+                activation_at=recorded_at,
+                status=Status.ACTIVE,
+                valid_from=item.valid_from or recorded_at,
+                valid_to=None,
+                recorded_at=recorded_at,
+                last_accessed=None,
+                access_count=0,
+                origin_event=origin_event or event.id,
+                content_hash=digest,
+                feedback_count=0,
+                feedback_mean=0.0,
+            )
         )
 
     def _supersede_key(

@@ -262,7 +262,14 @@ def _list_minds(conn: sqlite3.Connection, op: ops.ListMinds) -> list[MindInfo]:
 
 
 def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
+    # Writers are serialised (BEGIN IMMEDIATE), so the new rows are those past the old max.
+    last = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     conn.executemany(_INSERT_MEMORY, [_memory_row(m) for m in op.memories])
+    conn.execute(
+        "INSERT INTO memories_fts(rowid, content) SELECT rowid, content FROM memories "
+        "WHERE rowid > ?",
+        (last,),
+    )
 
 
 def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
@@ -286,28 +293,37 @@ def _column_value(column: str, value: Any) -> Any:
 
 
 def _get_memories(conn: sqlite3.Connection, op: ops.GetMemories) -> list[Memory]:
-    return _memories_where(conn, op.mind_id, "id", op.ids, active_only=False)
+    return _memories_where(conn, op.mind_id, "id", op.ids, "memories_mind_id", "")
 
 
 def _find_by_hash(conn: sqlite3.Connection, op: ops.FindActiveByHash) -> list[Memory]:
-    return _memories_where(conn, op.mind_id, "content_hash", op.hashes, active_only=True)
+    active = " AND m.status = 'active'"
+    return _memories_where(
+        conn, op.mind_id, "content_hash", op.hashes, "memories_active_hash", active
+    )
 
 
 def _find_by_key(conn: sqlite3.Connection, op: ops.FindActiveByKey) -> list[Memory]:
-    return _memories_where(conn, op.mind_id, "key", op.keys, active_only=True)
+    active = " AND m.status = 'active'"
+    return _memories_where(conn, op.mind_id, "key", op.keys, "memories_mind_key", active)
 
 
 def _memories_where(
-    conn: sqlite3.Connection, mind_id: str, column: str, values: Sequence[str], *, active_only: bool
+    conn: sqlite3.Connection,
+    mind_id: str,
+    column: str,
+    values: Sequence[str],
+    index: str,
+    extra: str,
 ) -> list[Memory]:
+    # INDEXED BY: with long IN lists the planner otherwise scans (mind_id, status).
     found: list[Memory] = []
-    status = " AND m.status = 'active'" if active_only else ""
     unique = list(dict.fromkeys(values))
     for start in range(0, len(unique), 500):
         chunk = unique[start : start + 500]
         rows = conn.execute(
-            f"SELECT {_MEMORY_SELECT} FROM memories m "
-            f"WHERE m.mind_id = ? AND m.{column} IN ({_placeholders(len(chunk))}){status}",
+            f"SELECT {_MEMORY_SELECT} FROM memories m INDEXED BY {index} "
+            f"WHERE m.mind_id = ? AND m.{column} IN ({_placeholders(len(chunk))}){extra}",
             (mind_id, *chunk),
         ).fetchall()
         found.extend(_memory_from_row(r) for r in rows)
@@ -589,6 +605,9 @@ class SQLiteStorage:
                 "PRAGMA synchronous = NORMAL",
                 "PRAGMA foreign_keys = ON",
                 f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
+                # Checkpoint every ~40 MB of WAL rather than 4 MB: batch writes touch
+                # random index pages, and each checkpoint rewrites them.
+                "PRAGMA wal_autocheckpoint = 10000",
                 "PRAGMA cache_size = -65536",
                 "PRAGMA temp_store = MEMORY",
             ):
