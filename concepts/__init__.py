@@ -28,6 +28,7 @@ from concepts.models import (
     normalise_content,
     score_reproduces,
     to_utc,
+    trusted,
 )
 
 __all__ = [
@@ -56,4 +57,5 @@ __all__ = [
     "normalise_content",
     "score_reproduces",
     "to_utc",
+    "trusted",
 ]

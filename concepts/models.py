@@ -10,7 +10,7 @@ import json
 import math
 import unicodedata
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -223,9 +223,12 @@ class Relationship(BaseModel):
     decided_at: UtcDatetime | None = None
 
 
+_BUILTIN_EVENTS = frozenset(kind.value for kind in EventKind)
+
+
 def check_event_kind(value: str) -> str:
     """An event kind is a built-in one or ``prefix.name`` for a plugin's own events."""
-    if value in EventKind.__members__.values():
+    if value in _BUILTIN_EVENTS:
         return value
     prefix, dot, name = value.partition(".")
     if dot and prefix.isidentifier() and name and all(p.isidentifier() for p in name.split(".")):
@@ -338,3 +341,21 @@ class RecallResult(BaseModel):
 def score_reproduces(result: RecallResult, *, tolerance: float = 1e-9) -> bool:
     """True when a result's components add up to its score."""
     return math.isclose(sum(result.components.values()), result.score, abs_tol=tolerance)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def trusted(model: type[M], fields: dict[str, Any]) -> M:
+    """Build ``model`` from values already valid by construction, skipping validation.
+
+    For hot paths only (the reconciler's new rows, rows read back from our own
+    database): ``fields`` must hold every field with its final type. About six
+    times faster than ``model_validate``, which the tests compare it against.
+    """
+    obj = model.__new__(model)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj

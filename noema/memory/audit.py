@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from concepts import AuditEntry, Event, EventKind, Memory
+from concepts import AuditEntry, Event, EventKind, Memory, trusted
 from noema.ids import content_hash
 
 __all__ = ["GENESIS", "VerifyReport", "chain", "event_digest", "iso", "verify_records"]
@@ -26,7 +26,9 @@ GENESIS = "0" * 64
 
 def iso(value: datetime) -> str:
     """Canonical text of a time: UTC, microseconds, ``Z``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def canonical(value: Any) -> str:
@@ -66,7 +68,8 @@ def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
         digest = event_digest(event)
         h = entry_hash(seq, prev, event.id, event.kind, event.at, digest)
         entries.append(
-            AuditEntry.model_validate(
+            trusted(
+                AuditEntry,
                 dict(
                     seq=seq,
                     at=event.at,
@@ -75,7 +78,7 @@ def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
                     digest=digest,
                     prev_hash=prev,
                     hash=h,
-                )
+                ),
             )
         )
         prev = h

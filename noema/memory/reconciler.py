@@ -25,6 +25,7 @@ from concepts import (
     RelationStatus,
     Status,
     credibility,
+    trusted,
 )
 from noema.clock import Clock
 from noema.config import MindConfig
@@ -59,7 +60,8 @@ class EventLog:
         origin_event: str | None = None,
         payload: dict[str, Any] | None = None,
     ) -> Event:
-        event = Event.model_validate(
+        event = trusted(
+            Event,
             dict(
                 id=new_id(self.now),
                 mind_id=self.mind_id,
@@ -69,7 +71,7 @@ class EventLog:
                 origin_event=origin_event,
                 payload=payload or {},
                 seq=None,
-            )
+            ),
         )
         self.events.append(event)
         return event
@@ -246,7 +248,8 @@ class Reconciler:
             },
         )
         c = item.confidence
-        return Memory.model_validate(
+        return trusted(
+            Memory,
             dict(
                 id=memory_id,
                 mind_id=self.mind.id,
@@ -277,7 +280,7 @@ class Reconciler:
                 content_hash=digest,
                 feedback_count=0,
                 feedback_mean=0.0,
-            )
+            ),
         )
 
     def _supersede_key(

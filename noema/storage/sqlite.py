@@ -13,11 +13,16 @@ from typing import Any, TypeVar, cast
 
 from concepts import (
     AuditEntry,
+    Channel,
+    Epistemic,
     Event,
     Memory,
+    MemoryKind,
     MindInfo,
     RecallFilters,
     Relationship,
+    Status,
+    trusted,
 )
 from noema.errors import MigrationError, StorageError
 from noema.storage import ops
@@ -99,6 +104,8 @@ def _opt_time(value: int | None) -> datetime | None:
 
 
 def _json(value: Any) -> str:
+    if not value:
+        return "[]" if isinstance(value, list | tuple) else "{}"
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
@@ -112,7 +119,7 @@ def _memory_row(m: Memory) -> tuple[Any, ...]:
         m.content,
         m.summary,
         m.key,
-        _json(list(m.tags)),
+        _json(m.tags),
         _json(m.payload),
         m.confidence,
         m.alpha,
@@ -137,14 +144,18 @@ def _memory_row(m: Memory) -> tuple[Any, ...]:
 
 
 def _memory_from_row(row: Sequence[Any]) -> Memory:
+    # Rows were validated on the way in: rebuild types without re-validating.
     data = dict(zip(_MEMORY_COLUMNS, row, strict=False))
     for column in _TIME_COLUMNS:
         value = data[column]
         data[column] = None if value is None else from_micros(value)
-    data["tags"] = tuple(json.loads(data["tags"]))
-    data["payload"] = json.loads(data["payload"])
-    # Rows were validated on the way in; re-validate the enums only.
-    return Memory.model_validate(data)
+    data["kind"] = MemoryKind(data["kind"])
+    data["epistemic"] = Epistemic(data["epistemic"])
+    data["channel"] = Channel(data["channel"])
+    data["status"] = Status(data["status"])
+    data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
+    data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
+    return trusted(Memory, data)
 
 
 def _relationship_from_row(row: Sequence[Any]) -> Relationship:

@@ -1,0 +1,217 @@
+"""Storage benchmark: batch write rate, text recall latency and peak RSS on SQLite.
+
+    python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
+
+Each size runs in a fresh subprocess on a fresh database file, so peak RSS is
+that size's own. Memories and queries are synthetic and deterministic (seeded):
+sentences built from a Zipf-distributed vocabulary, so some query words are
+common and some rare, as in real text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SEED = 20261130
+VOCABULARY = 20_000
+QUERIES = 300
+BEGIN, END = "<!-- storage:begin -->", "<!-- storage:end -->"
+
+PEOPLE = ["Ada", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivo", "June"]
+VERBS = ["mentioned", "fixed", "asked about", "planned", "reviewed", "moved", "booked", "lost"]
+
+
+def _words(rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choices(letters, k=rng.randint(4, 9))) for _ in range(VOCABULARY)]
+
+
+def _zipf_weights() -> list[float]:
+    return [1.0 / (rank + 1) ** 1.07 for rank in range(VOCABULARY)]
+
+
+def synthetic_memories(n: int, seed: int = SEED) -> list[dict[str, Any]]:
+    """``n`` deterministic memories shaped like the JSONL input of ``noema remember --file``."""
+    rng = random.Random(seed)
+    words, weights = _words(rng), _zipf_weights()
+    kinds = ["episodic", "semantic", "procedural"]
+    items = []
+    for i in range(n):
+        body = " ".join(rng.choices(words, weights, k=rng.randint(6, 14)))
+        items.append(
+            {
+                "content": f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {body} (note {i})",
+                "kind": kinds[i % 3],
+                "importance": round(rng.random(), 2),
+                "tags": [f"topic{rng.randint(0, 49)}"],
+            }
+        )
+    return items
+
+
+def synthetic_queries(seed: int = SEED) -> list[str]:
+    rng = random.Random(seed)
+    words, weights = _words(rng), _zipf_weights()
+    rng = random.Random(seed + 1)
+    return [" ".join(rng.choices(words, weights, k=rng.randint(2, 4))) for _ in range(QUERIES)]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run_one(size: int, batch: int) -> dict[str, Any]:
+    """Measure one size in this process (called in a fresh subprocess)."""
+    from concepts import MemoryInput
+    from noema import Mind
+
+    items = [MemoryInput.model_validate(d) for d in synthetic_memories(size)]
+    queries = synthetic_queries()
+    with tempfile.TemporaryDirectory() as tmp:
+        with Mind.open(f"sqlite:///{tmp}/bench.db", "bench") as mind:
+            start = time.perf_counter()
+            mind.remember_many(items, batch_size=batch)
+            write_seconds = time.perf_counter() - start
+            assert mind.stats()["total"] == size
+            latencies: dict[str, list[float]] = {"recall": [], "peek": []}
+            for query in queries[:20]:  # warm the page cache
+                mind.recall(query, peek=True)
+            for mode in ("recall", "peek"):
+                for query in queries:
+                    t = time.perf_counter()
+                    mind.recall(query, limit=10, peek=mode == "peek")
+                    latencies[mode].append((time.perf_counter() - t) * 1000)
+            verify_start = time.perf_counter()
+            ok = mind.verify().ok
+            verify_seconds = time.perf_counter() - verify_start
+        db_mb = sum(f.stat().st_size for f in Path(tmp).iterdir()) / 1e6
+    return {
+        "size": size,
+        "batch": batch,
+        "write_per_s": size / write_seconds,
+        "write_seconds": write_seconds,
+        "recall_p50_ms": statistics.median(latencies["recall"]),
+        "recall_p95_ms": _percentile(latencies["recall"], 0.95),
+        "peek_p50_ms": statistics.median(latencies["peek"]),
+        "peek_p95_ms": _percentile(latencies["peek"], 0.95),
+        "verify_seconds": verify_seconds,
+        "verify_ok": ok,
+        "db_mb": db_mb,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version}, {platform.system()} {platform.release()}"
+    )
+
+
+def render(results: list[dict[str, Any]], command: str) -> str:
+    lines = [
+        BEGIN,
+        "## Storage: batch write and text recall on SQLite",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
+        f"Command: `{command}`",
+        "",
+        "Synthetic deterministic memories (Zipf vocabulary, 6-14 words, one tag), written",
+        "with `Mind.remember_many` through the full reconciler (validation done before",
+        "timing; hashing, dedup lookups, key handling, FTS indexing, one `memory_created`",
+        "event and one audit entry per memory). Recall: 300 queries of 2-4 words, limit 10;",
+        "`recall` reinforces and logs each result, `peek` only reads.",
+        "",
+        "| memories | batch | write (memories/s) | recall p50 | recall p95 | peek p50 | peek p95 "
+        "| verify | db size | peak RSS |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['size']:,} | {r['batch']:,} | {r['write_per_s']:,.0f} | "
+            f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms | "
+            f"{r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
+            f"{r['verify_seconds']:.1f} s{'' if r['verify_ok'] else ' FAILED'} | "
+            f"{r['db_mb']:.0f} MB | {r['peak_rss_mb']:.0f} MB |"
+        )
+    lines += [
+        "",
+        "Targets (issue 2): at least 20,000 memories/s batch write at 100k; text recall",
+        "p95 at most 10 ms at 100k.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--output", type=Path, help="markdown file to update")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.batch)))
+        return 0
+    results = []
+    for size in args.sizes:
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.storage", "--one", str(size), "--batch", str(args.batch)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        results.append(result)
+        print(
+            f"{size:>8,} memories: write {result['write_per_s']:,.0f}/s, recall p50 "
+            f"{result['recall_p50_ms']:.2f} ms p95 {result['recall_p95_ms']:.2f} ms, "
+            f"peak RSS {result['peak_rss_mb']:.0f} MB",
+            file=sys.stderr,
+        )
+    command = "python -m benchmarks.storage " + " ".join(
+        ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
+    )
+    section = render(results, command)
+    if args.output:
+        write_section(args.output, section)
+    else:
+        print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
