@@ -36,8 +36,14 @@ VERBS = ["mentioned", "fixed", "asked about", "planned", "reviewed", "moved", "b
 
 
 def _words(rng: random.Random) -> list[str]:
+    """English-like ranks: the head of a Zipf vocabulary is function words, as in real text."""
+    from noema.memory.recall import STOPWORDS
+
     letters = "abcdefghijklmnopqrstuvwxyz"
-    return ["".join(rng.choices(letters, k=rng.randint(4, 9))) for _ in range(VOCABULARY)]
+    head = sorted(STOPWORDS)
+    rng.shuffle(head)
+    tail = ["".join(rng.choices(letters, k=rng.randint(4, 9))) for _ in range(VOCABULARY)]
+    return (head + tail)[:VOCABULARY]
 
 
 def _zipf_weights() -> list[float]:
@@ -64,10 +70,25 @@ def synthetic_memories(n: int, seed: int = SEED) -> list[dict[str, Any]]:
 
 
 def synthetic_queries(seed: int = SEED) -> list[str]:
+    """Questions shaped like real ones: a few function words, one or two content
+    words from the same Zipf distribution, sometimes a person's name."""
+    from noema.memory.recall import STOPWORDS
+
     rng = random.Random(seed)
     words, weights = _words(rng), _zipf_weights()
+    content = [(w, p) for w, p in zip(words, weights, strict=True) if w not in STOPWORDS]
+    content_words, content_weights = zip(*content, strict=True)
+    function_words = sorted(STOPWORDS)
     rng = random.Random(seed + 1)
-    return [" ".join(rng.choices(words, weights, k=rng.randint(2, 4))) for _ in range(QUERIES)]
+    queries = []
+    for _ in range(QUERIES):
+        parts = rng.choices(function_words, k=rng.randint(1, 3))
+        parts += rng.choices(content_words, content_weights, k=rng.randint(1, 2))
+        if rng.random() < 0.3:
+            parts.append(rng.choice(PEOPLE))
+        rng.shuffle(parts)
+        queries.append(" ".join(parts))
+    return queries
 
 
 def _percentile(values: list[float], q: float) -> float:

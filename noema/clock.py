@@ -14,6 +14,11 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
 
+def _utc(value: datetime) -> datetime:
+    """Naive times are UTC, as everywhere in Noema."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 class SystemClock:
     """The wall clock."""
 
@@ -25,7 +30,7 @@ class ManualClock:
     """A clock that moves only when told to; for tests and replays."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = (start or datetime(2026, 1, 1, tzinfo=UTC)).astimezone(UTC)
+        self._now = _utc(start or datetime(2026, 1, 1, tzinfo=UTC))
 
     def now(self) -> datetime:
         return self._now
@@ -36,4 +41,4 @@ class ManualClock:
         return self._now
 
     def set(self, when: datetime) -> None:
-        self._now = when.astimezone(UTC)
+        self._now = _utc(when)

@@ -31,20 +31,18 @@ DEFAULT_INITIAL_ACTIVATION = 0.5
 DEFAULT_REINFORCE_GAIN = 0.2
 DEFAULT_BATCH_SIZE = 1_000
 
-_Weight = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-
 
 class RecallWeights(BaseModel):
     """Weights of the recall components (DESIGN section 3). They need not sum to 1."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    text: float = _Weight
-    vector: float = _Weight
-    recency: float = _Weight
-    activation: float = _Weight
-    importance: float = _Weight
-    credibility: float = _Weight
+    text: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
+    vector: float = Field(default=0.25, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    activation: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    importance: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    credibility: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
         """The weights in use: without vectors the vector weight moves to text."""
@@ -55,9 +53,7 @@ class RecallWeights(BaseModel):
 
 
 #: Text 0.40, vector 0.25, recency, activation and importance 0.10, credibility 0.05.
-DEFAULT_WEIGHTS = RecallWeights(
-    text=0.40, vector=0.25, recency=0.10, activation=0.10, importance=0.10, credibility=0.05
-)
+DEFAULT_WEIGHTS = RecallWeights()
 
 
 class WritePolicy(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any
@@ -35,15 +35,17 @@ from noema.memory.decay import DecayReport, run_decay
 from noema.memory.recall import Recaller
 from noema.memory.reconciler import Reconciler
 from noema.memory.transfer import (
+    ExportData,
     export_lines,
-    import_lines,
     iter_audit,
     iter_events,
     iter_memories,
+    parse_export,
+    restore,
 )
 from noema.storage import Storage, open_storage, ops
 
-__all__ = ["Mind"]
+__all__ = ["Mind", "recall_query"]
 
 Progress = Callable[[int, int], None]
 
@@ -53,6 +55,28 @@ def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
         return MemoryInput.model_validate(dict(fields))
     except ValidationError as exc:
         raise from_validation(exc, what=what) from None
+
+
+def recall_query(
+    query: str = "",
+    *,
+    limit: int = 10,
+    filters: RecallFilters | Mapping[str, Any] | None = None,
+    as_of: datetime | str | None = None,
+    peek: bool = False,
+    mode: str = "any",
+    **filter_fields: Any,
+) -> RecallQuery:
+    """A validated ``RecallQuery``; ``InvalidInput`` names the first bad field."""
+    try:
+        if isinstance(filters, RecallFilters):
+            filters = filters.model_dump()
+        merged = RecallFilters.model_validate({**(filters or {}), **filter_fields})
+        return RecallQuery(
+            text=query, limit=limit, filters=merged, as_of=as_of, peek=peek, mode=mode
+        )
+    except ValidationError as exc:
+        raise from_validation(exc) from None
 
 
 class Mind:
@@ -273,7 +297,7 @@ class Mind:
 
     def recall(
         self,
-        query: str = "",
+        query: str | RecallQuery = "",
         *,
         limit: int = 10,
         filters: RecallFilters | Mapping[str, Any] | None = None,
@@ -286,21 +310,21 @@ class Mind:
 
         Filters come as a ``RecallFilters``, a mapping, or keyword arguments
         (``kinds``, ``epistemics``, ``statuses``, ``channels``, ``tags``, ``key``,
-        ``since``, ``until``, ``min_confidence``). Unless ``peek``, every returned
-        memory is reinforced and a ``memory_retrieved`` event logged.
+        ``since``, ``until``, ``min_confidence``), or the whole request comes as
+        one ``RecallQuery``. Unless ``peek``, every returned memory is reinforced
+        and a ``memory_retrieved`` event logged.
         """
-        try:
-            if isinstance(filters, RecallFilters):
-                if filter_fields:
-                    filters = filters.model_copy(update=filter_fields)
-            else:
-                filters = RecallFilters.model_validate({**(filters or {}), **filter_fields})
-            request = RecallQuery(
-                text=query, limit=limit, filters=filters, as_of=as_of, peek=peek, mode=mode
+        if not isinstance(query, RecallQuery):
+            query = recall_query(
+                query,
+                limit=limit,
+                filters=filters,
+                as_of=as_of,
+                peek=peek,
+                mode=mode,
+                **filter_fields,
             )
-        except ValidationError as exc:
-            raise from_validation(exc) from None
-        return self._recaller.recall(request)
+        return self._recaller.recall(query)
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, whatever its status."""
@@ -366,7 +390,7 @@ class Mind:
                 iter_memories(session, self.id),
             )
 
-    def export_lines(self) -> Iterator[str]:
+    def export_lines(self) -> list[str]:
         """The mind as JSONL lines (no newlines), from one consistent snapshot."""
         return export_lines(self.storage, self.info)
 
@@ -378,6 +402,13 @@ class Mind:
             count += 1
         return count
 
-    def import_(self, source: IO[bytes] | IO[str] | Iterable[bytes | str]) -> dict[str, int]:
-        """Restore an export into this mind, which must be empty; all or nothing."""
-        return import_lines(self.storage, self.info, source)
+    def import_(
+        self, source: IO[bytes] | IO[str] | Iterable[bytes | str] | ExportData
+    ) -> dict[str, int]:
+        """Restore an export into this mind, which must be empty; all or nothing.
+
+        ``source`` is the export's lines (a file or any iterable), or an
+        ``ExportData`` already checked with ``noema.memory.transfer.parse_export``.
+        """
+        data = source if isinstance(source, ExportData) else parse_export(source)
+        return restore(self.storage, self.info, data)

@@ -22,6 +22,7 @@ from concepts import Channel, Epistemic, MemoryInput, MemoryKind, Relation, Stat
 from noema.cli import _render as render
 from noema.config import Settings
 from noema.errors import InvalidInput, NoemaError, UsageError, from_validation
+from noema.mind import recall_query
 
 __all__ = ["build_parser", "main"]
 
@@ -32,7 +33,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("noema").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def _choices(enum: type[Any]) -> list[str]:
@@ -244,15 +246,16 @@ def cmd_recall(args: argparse.Namespace) -> int:
         until=args.until,
         min_confidence=args.min_confidence,
     )
+    request = recall_query(
+        args.query,
+        limit=args.limit,
+        filters=filters,
+        as_of=args.as_of,
+        peek=args.peek,
+        mode="strict" if args.strict else "any",
+    )
     with _open(args) as mind:
-        results = mind.recall(
-            args.query,
-            limit=args.limit,
-            filters=filters,
-            as_of=args.as_of,
-            peek=args.peek,
-            mode="strict" if args.strict else "any",
-        )
+        results = mind.recall(request)
     if args.json:
         render.emit_json([render.result_json(r) for r in results])
     elif not results:
@@ -290,6 +293,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_retract(args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise InvalidInput("reason: a retraction needs a reason")
     with _open(args) as mind:
         memory = mind.retract(args.id, reason=args.reason)
     if args.json:
@@ -416,16 +421,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from noema.memory.transfer import parse_export
+
     try:
-        lines = (
-            Path(args.file).read_bytes().splitlines()
-            if args.file != "-"
-            else sys.stdin.buffer.read().splitlines()
-        )
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror}") from None
+    try:
+        data = parse_export(raw.splitlines())  # checked whole before the store is opened
+    except InvalidInput as exc:
+        raise InvalidInput(f"{args.file} {exc}") from None
     with _open(args) as mind:
-        counts = mind.import_(lines)
+        counts = mind.import_(data)
     if args.json:
         render.emit_json(counts)
     else:
@@ -463,6 +470,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
     except UsageError as exc:
         print(f"noema: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE

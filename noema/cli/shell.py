@@ -60,6 +60,8 @@ class Shell(cmd.Cmd):
         print(render.memory_detail(memory))
         for edge in self.mind.relationships(memory.id):
             print("  " + render.relationship_line(edge))
+        for event in self.mind.events(memory_id=memory.id):
+            print("  " + render.event_line(event))
 
     def do_retract(self, arg: str) -> None:
         """retract ID REASON: mark a memory inaccurate."""

@@ -3,8 +3,12 @@
 Every event gets one audit entry. An entry's ``digest`` is the sha256 of the
 event's canonical JSON; its ``hash`` covers the previous entry's hash, its own
 position, the event id, action, time and digest. Verification recomputes all of
-it, checks events line up with entries, and that every memory's content still
-hashes to the value its ``memory_created`` event recorded.
+it, checks events line up with entries, that every memory's content still
+hashes to the value its ``memory_created`` event recorded, that no logged memory
+is missing, and that each memory's status is the one its events lead to.
+
+A hash chain cannot show that its newest entries were cut off together with
+what they logged; anchoring the head hash outside the database would.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from concepts import AuditEntry, Event, EventKind, Memory, trusted
+from concepts import AuditEntry, Event, EventKind, Memory, Status, trusted
 from noema.ids import content_hash
 
 __all__ = ["GENESIS", "VerifyReport", "chain", "event_digest", "iso", "verify_records"]
@@ -113,6 +117,7 @@ def verify_records(
     """
     report = VerifyReport()
     created_hash: dict[str, str] = {}
+    status: dict[str, str] = {}  # what the events say each memory's status is
     prev = GENESIS
     event_iter: Iterator[Event] = iter(events)
     for entry in entries:
@@ -142,15 +147,41 @@ def verify_records(
             )
         elif event_digest(event) != entry.digest:
             report.fail(f"audit entry {entry.seq}: event {event.id} was altered")
-        if event.kind == EventKind.MEMORY_CREATED and event.memory_id:
-            created_hash[event.memory_id] = str(event.payload.get("content_hash", ""))
+        _replay(event, created_hash, status)
     for event in event_iter:
         report.events += 1
         report.fail(f"event {event.id} has no audit entry")
+    seen: set[str] = set()
     for memory in memories:
         report.memories += 1
+        seen.add(memory.id)
         if content_hash(memory.kind, memory.content, memory.key) != memory.content_hash:
             report.fail(f"memory {memory.id}: content does not match its content hash")
         elif created_hash.get(memory.id) != memory.content_hash:
             report.fail(f"memory {memory.id}: content hash differs from its memory_created event")
+        elif status.get(memory.id) != memory.status:
+            report.fail(
+                f"memory {memory.id}: status {memory.status.value} differs from its events "
+                f"({status.get(memory.id)})"
+            )
+    for memory_id in created_hash.keys() - seen:
+        report.fail(f"memory {memory_id}: missing, though its memory_created event is logged")
     return report
+
+
+def _replay(event: Event, created_hash: dict[str, str], status: dict[str, str]) -> None:
+    """Follow the events that set a memory's content hash or status."""
+    target = event.memory_id
+    if target is None:
+        return
+    if event.kind == EventKind.MEMORY_CREATED:
+        created_hash[target] = str(event.payload.get("content_hash", ""))
+        status[target] = Status.ACTIVE
+    elif event.kind == EventKind.MEMORY_SUPERSEDED:
+        status[target] = Status.SUPERSEDED
+    elif event.kind == EventKind.MEMORY_RETRACTED:
+        status[target] = Status.RETRACTED
+    elif event.kind == EventKind.MEMORY_MERGED:
+        merged = str(event.payload.get("merged", ""))
+        if status.get(merged) == Status.ACTIVE:
+            status[merged] = Status.ARCHIVED

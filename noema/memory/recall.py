@@ -228,6 +228,8 @@ class Recaller:
         ]
         scored.sort(key=lambda r: (-r[0], r[1].id))
         top = scored[: query.limit]
+        # Contradicting memories come back together: partners that pass the filters
+        # are appended after the top results, and each side lists the other.
         conflicts = self._conflicts(session, [m.id for _, m, _, _ in top])
         present = {m.id for _, m, _, _ in top}
         partners = sorted({p for m_id in present for p in conflicts.get(m_id, ())} - present)
@@ -236,7 +238,7 @@ class Recaller:
             for memory in session.run(ops.GetMemories(self.mind.id, partners)):
                 if _passes(memory, filters, query.as_of):
                     top.append(self._score(memory, text.get(memory.id, 0.0), reference, now))
-                    conflicts.update(self._conflicts(session, [memory.id]))
+                    present.add(memory.id)
         return [
             RecallResult(
                 memory=memory,
@@ -245,7 +247,7 @@ class Recaller:
                 components=components,
                 signals=signals,
                 weights=self._weights(),
-                conflicts=tuple(sorted(conflicts.get(memory.id, ()))),
+                conflicts=tuple(sorted(conflicts.get(memory.id, set()) & present)),
             )
             for index, (score, memory, components, signals) in enumerate(top, start=1)
         ]

@@ -20,6 +20,7 @@ from concepts import (
     Memory,
     MemoryInput,
     MindInfo,
+    RecallFilters,
     Relation,
     Relationship,
     RelationStatus,
@@ -32,7 +33,7 @@ from noema.config import MindConfig
 from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
-from noema.memory.audit import chain
+from noema.memory.audit import chain, iso
 from noema.storage import Session, Storage, ops
 
 __all__ = ["EventLog", "Reconciler", "reinforcement"]
@@ -207,7 +208,7 @@ class Reconciler:
                     pending.created[memory.id] = memory
                     by_hash[digest] = memory
                     if item.key is not None:
-                        self._supersede_key(memory, by_key, pending, log, new_edges, now)
+                        self._supersede_key(session, memory, by_key, pending, log, new_edges, now)
                 for link in item.links:
                     self._link(
                         session,
@@ -285,6 +286,7 @@ class Reconciler:
 
     def _supersede_key(
         self,
+        session: Session,
         memory: Memory,
         by_key: dict[str, str],
         pending: _Pending,
@@ -292,7 +294,11 @@ class Reconciler:
         edges: list[Relationship],
         now: datetime,
     ) -> None:
-        """A new value for a key supersedes the current one (or, if older, is superseded)."""
+        """A new value for a key supersedes the current one.
+
+        An older value learned late goes straight into history: it is superseded
+        by the earliest value of the key that became true after it.
+        """
         key = memory.key or ""
         current_id = by_key.get(key)
         current = pending.get(current_id) if current_id else None
@@ -302,8 +308,17 @@ class Reconciler:
         if memory.valid_from >= current.valid_from:
             newer, older = memory, current
             by_key[key] = memory.id
-        else:  # an older value learned late: it goes straight into history
-            newer, older = current, memory
+        else:
+            history = session.run(
+                ops.ScanMemories(
+                    self.mind.id, RecallFilters(key=key, statuses=tuple(Status)), limit=10_000
+                )
+            )
+            versions = [pending.get(m.id) or m for m in history]
+            versions += [m for m in pending.created.values() if m.key == key]
+            later = [m for m in versions if m.valid_from > memory.valid_from and m.id != memory.id]
+            newer = min(later, key=lambda m: (m.valid_from, m.id), default=current)
+            older = memory
         self._close(pending, log, edges, newer, older, now, reason=f"new value for key {key!r}")
 
     def _close(
@@ -324,7 +339,7 @@ class Reconciler:
         log.add(
             EventKind.MEMORY_SUPERSEDED,
             memory_id=older.id,
-            payload={"by": newer.id, "reason": reason, "valid_to": valid_to.isoformat()},
+            payload={"by": newer.id, "reason": reason, "valid_to": iso(valid_to)},
         )
 
     # ------------------------------------------------------------ edges

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,10 +22,11 @@ from noema.errors import InvalidInput, UsageError, from_validation
 from noema.memory.audit import canonical, event_record, iso, verify_records
 from noema.storage import Session, Storage, ops
 
-__all__ = ["FORMAT_VERSION", "export_lines", "import_lines"]
+__all__ = ["FORMAT_VERSION", "ExportData", "export_lines", "parse_export", "restore"]
 
 FORMAT_VERSION = 1
 _PAGE = 2_000
+_UNBOUND = ""  # mind id of parsed records until they are restored into a mind
 
 
 def _record(model: Memory | Relationship | AuditEntry) -> dict[str, Any]:
@@ -67,22 +69,48 @@ def iter_audit(session: Session, mind_id: str) -> Iterator[AuditEntry]:
         after = page[-1].seq
 
 
-def export_lines(storage: Storage, mind: MindInfo) -> Iterator[str]:
-    """The mind as JSONL lines (without newlines), from one consistent snapshot."""
+def export_lines(storage: Storage, mind: MindInfo) -> list[str]:
+    """The mind as JSONL lines (without newlines), from one consistent snapshot.
+
+    The snapshot is read whole before returning, so the caller may write to the
+    store while it goes through the lines.
+    """
     with storage.transaction(write=False) as session:
-        yield canonical({"type": "header", "format": "noema-export", "version": FORMAT_VERSION})
-        for memory in iter_memories(session, mind.id):
-            yield canonical({"type": "memory", **_record(memory)})
-        for edge in iter_relationships(session, mind.id):
-            yield canonical({"type": "relationship", **_record(edge)})
-        for event in iter_events(session, mind.id):
-            yield canonical({"type": "event", **event_record(event)})
-        for entry in iter_audit(session, mind.id):
-            yield canonical({"type": "audit", **_record(entry)})
+        lines = [canonical({"type": "header", "format": "noema-export", "version": FORMAT_VERSION})]
+        lines += [
+            canonical({"type": "memory", **_record(m)}) for m in iter_memories(session, mind.id)
+        ]
+        lines += [
+            canonical({"type": "relationship", **_record(e)})
+            for e in iter_relationships(session, mind.id)
+        ]
+        lines += [
+            canonical({"type": "event", **event_record(e)}) for e in iter_events(session, mind.id)
+        ]
+        lines += [canonical({"type": "audit", **_record(a)}) for a in iter_audit(session, mind.id)]
+    return lines
 
 
-def import_lines(storage: Storage, mind: MindInfo, lines: Iterable[bytes | str]) -> dict[str, int]:
-    """Restore an export into ``mind``, which must be empty. All or nothing."""
+@dataclass(frozen=True)
+class ExportData:
+    """A parsed, verified export, ready to restore into an empty mind."""
+
+    memories: list[Memory]
+    relationships: list[Relationship]
+    events: list[Event]
+    audit: list[AuditEntry]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "memories": len(self.memories),
+            "relationships": len(self.relationships),
+            "events": len(self.events),
+            "audit": len(self.audit),
+        }
+
+
+def parse_export(lines: Iterable[bytes | str]) -> ExportData:
+    """Validate every line and verify the audit chain and content hashes; writes nothing."""
     memories: list[Memory] = []
     edges: list[Relationship] = []
     events: list[Event] = []
@@ -114,11 +142,11 @@ def import_lines(storage: Storage, mind: MindInfo, lines: Iterable[bytes | str])
             continue
         try:
             if kind == "memory":
-                memories.append(Memory.model_validate({**data, "mind_id": mind.id}))
+                memories.append(Memory.model_validate({**data, "mind_id": _UNBOUND}))
             elif kind == "relationship":
-                edges.append(Relationship.model_validate({**data, "mind_id": mind.id}))
+                edges.append(Relationship.model_validate({**data, "mind_id": _UNBOUND}))
             elif kind == "event":
-                events.append(Event.model_validate({**data, "mind_id": mind.id}))
+                events.append(Event.model_validate({**data, "mind_id": _UNBOUND}))
             elif kind == "audit":
                 audit.append(AuditEntry.model_validate(data))
             else:
@@ -134,17 +162,21 @@ def import_lines(storage: Storage, mind: MindInfo, lines: Iterable[bytes | str])
     for edge in edges:
         if edge.src not in ids or edge.dst not in ids:
             raise InvalidInput(f"relationship {edge.id} names a memory the file does not hold")
+    return ExportData(memories, edges, events, audit)
+
+
+def restore(storage: Storage, mind: MindInfo, data: ExportData) -> dict[str, int]:
+    """Write a parsed export into ``mind``, which must be empty, in one transaction."""
+    bind = {"mind_id": mind.id}
     with storage.transaction() as session:
         if not session.run(ops.IsEmpty(mind.id)):
             raise UsageError(f"mind {mind.name!r} is not empty: import only into an empty mind")
+        memories = [m.model_copy(update=bind) for m in data.memories]
         for start in range(0, len(memories), _PAGE):
             session.run(ops.InsertMemories(memories[start : start + _PAGE]))
-        session.run(ops.InsertRelationships(edges))
-        session.run(ops.AppendEvents(events))
-        session.run(ops.AppendAudit(mind.id, audit))
-    return {
-        "memories": len(memories),
-        "relationships": len(edges),
-        "events": len(events),
-        "audit": len(audit),
-    }
+        session.run(
+            ops.InsertRelationships([e.model_copy(update=bind) for e in data.relationships])
+        )
+        session.run(ops.AppendEvents([e.model_copy(update=bind) for e in data.events]))
+        session.run(ops.AppendAudit(mind.id, data.audit))
+    return data.counts()

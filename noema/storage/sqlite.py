@@ -24,7 +24,7 @@ from concepts import (
     Status,
     trusted,
 )
-from noema.errors import MigrationError, StorageError
+from noema.errors import ConfigError, MigrationError, StorageError
 from noema.storage import ops
 from noema.storage._sqlite_schema import MIGRATIONS
 
@@ -229,7 +229,9 @@ def _parse_path(url: str) -> str:
         path = url[len("sqlite://") :]
     else:
         path = url
-    return path or ":memory:"
+    if not path:
+        raise ConfigError(f"database URL {url!r} names no file (use sqlite:///PATH or :memory:)")
+    return path
 
 
 class _Session:
@@ -341,20 +343,56 @@ def _memories_where(
     return found
 
 
+#: A query word found in at least this many memories (or this share of them) is
+#: "common": bm25 gives it almost no weight, yet ranking its matches costs ~2 µs each.
+COMMON_MIN_DOCS = 2_000
+COMMON_FRACTION = 0.02
+
+
+def _plan_match(conn: sqlite3.Connection, terms: Sequence[str], strict: bool) -> tuple[str, bool]:
+    """The MATCH expression to search with, and whether to rank it by bm25.
+
+    Any-term queries drop common words when rarer ones remain. When every word is
+    common, the search matches all of them and takes the newest matches unranked,
+    so no query costs more than a few thousand rank computations.
+    """
+    total = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+    threshold = max(COMMON_MIN_DOCS, int(total * COMMON_FRACTION))
+    if total <= threshold:
+        return _fts_query(terms, strict), True
+    common = {
+        term
+        for term in terms
+        if conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            (_fts_query([term], False), threshold),
+        ).fetchone()[0]
+        >= threshold
+    }
+    rare = [term for term in terms if term not in common]
+    if not common:
+        return _fts_query(terms, strict), True
+    if rare and not strict:
+        return _fts_query(rare, False), True
+    return _fts_query(terms, True), bool(rare)
+
+
 def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memory, float]]:
     if not op.terms:
         return []
-    match = _fts_query(op.terms, op.strict)
+    match, ranked = _plan_match(conn, op.terms, op.strict)
+    # Ranked: best bm25 first (FTS5 rank = bm25, lower is better). Unranked: newest first.
+    order, score = ("rank", "-rank") if ranked else ("rowid DESC", "1.0")
     params: list[Any] = []
     where = _filter_sql(op.filters, op.as_of, params)
-    # Fast path: the best-ranked hits of the whole index, then filtered. FTS5 keeps
-    # ORDER BY rank LIMIT cheap only without a join, so the join comes after.
+    # Fast path: the best hits of the whole index, then filtered. FTS5 keeps
+    # ORDER BY ... LIMIT cheap only without a join, so the join comes after.
     pool = max(op.limit * 4, 200)
     rows = conn.execute(
-        f"WITH hits AS (SELECT rowid AS rid, rank FROM memories_fts "
-        f"WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) "
-        f"SELECT {_MEMORY_SELECT}, -hits.rank FROM hits JOIN memories m ON m.rowid = hits.rid "
-        f"WHERE m.mind_id = ? {where} ORDER BY hits.rank LIMIT ?",
+        f"WITH hits AS (SELECT rowid AS rid, {score} AS score FROM memories_fts "
+        f"WHERE memories_fts MATCH ? ORDER BY {order} LIMIT ?) "
+        f"SELECT {_MEMORY_SELECT}, hits.score FROM hits JOIN memories m ON m.rowid = hits.rid "
+        f"WHERE m.mind_id = ? {where} ORDER BY hits.score DESC, m.rowid DESC LIMIT ?",
         (match, pool, op.mind_id, *params, op.limit),
     ).fetchall()
     if len(rows) < op.limit:
@@ -364,10 +402,10 @@ def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Mem
         ).fetchone()[0]
         if total > pool:  # filters or other minds hid hits: search them all
             rows = conn.execute(
-                f"SELECT {_MEMORY_SELECT}, -memories_fts.rank FROM memories_fts "
-                f"JOIN memories m ON m.rowid = memories_fts.rowid "
+                f"SELECT {_MEMORY_SELECT}, {score.replace('rank', 'memories_fts.rank')} "
+                f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND m.mind_id = ? {where} "
-                f"ORDER BY memories_fts.rank LIMIT ?",
+                f"ORDER BY {order.replace('rowid', 'memories_fts.rowid')} LIMIT ?",
                 (match, op.mind_id, *params, op.limit),
             ).fetchall()
     return [(_memory_from_row(r[:-1]), float(r[-1])) for r in rows]
@@ -597,7 +635,7 @@ class SQLiteStorage:
         if path != ":memory:":
             target = Path(path).expanduser()
             if target.is_dir():
-                raise StorageError(f"cannot open SQLite database {target}: it is a directory")
+                raise ConfigError(f"cannot open SQLite database {target}: it is a directory")
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -611,6 +649,9 @@ class SQLiteStorage:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
+        try:
             for pragma in (
                 "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = NORMAL",
@@ -624,8 +665,11 @@ class SQLiteStorage:
             ):
                 self._conn.execute(pragma)
             self._migrate()
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
+            raise
 
     def _migrate(self) -> None:
         conn = self._conn
@@ -645,8 +689,13 @@ class SQLiteStorage:
             for version, name, sql in MIGRATIONS:
                 if version in applied:
                     continue
-                for statement in _split_sql(sql):
-                    conn.execute(statement)
+                try:
+                    for statement in _split_sql(sql):
+                        conn.execute(statement)
+                except sqlite3.Error as exc:
+                    raise MigrationError(
+                        f"migration {version} ({name}) failed on {self.path}: {exc}"
+                    ) from exc
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) "
                     "VALUES (?, ?, datetime('now'))",

@@ -1,0 +1,293 @@
+"""Schema migrations: numbered, append-only, applied on open (DESIGN section 3, STYLE "Shape").
+
+Each backend has its own list of migrations and its own way to look beneath the
+protocol, so the few backend-specific steps live in a ``MigrationProbe`` per
+backend; the checks are written once. A backend without a probe is skipped
+with a reason, never silently passed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Protocol
+
+import pytest
+
+import noema
+from noema.errors import RuntimeFailure
+from noema.ids import new_id
+from noema.storage import open_storage, ops
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+class MigrationProbe(Protocol):
+    """What the tests need to see and build beneath the storage protocol."""
+
+    migrations: list[tuple[int, str, str]]
+
+    def recorded(self, url: str) -> list[tuple[int, str, str]]:
+        """``(version, name, applied_at)`` rows of ``schema_migrations``, by version."""
+        ...
+
+    def schema(self, url: str) -> list[tuple[str, str]]:
+        """Every schema object as ``(name, definition)``, sorted."""
+        ...
+
+    def build(self, url: str, upto: int) -> None:
+        """An old database: migrations ``1..upto`` applied and recorded by hand."""
+        ...
+
+    def record(self, url: str, version: int, name: str) -> None:
+        """Record ``version`` as applied, as a newer Noema would."""
+        ...
+
+    def has_table(self, url: str, table: str) -> bool: ...
+
+    def with_migrations(self, migrations: list[tuple[int, str, str]]) -> MigrationProbe:
+        """The same probe over another list (a test's made-up next migration)."""
+        ...
+
+    def add_mind(self, url: str, mind_id: str, name: str) -> None:
+        """Write a mind row with plain SQL (the ``minds`` table exists from migration 1)."""
+        ...
+
+
+def _sqlite_path(url: str) -> str:
+    assert url.startswith("sqlite:///"), url
+    return url[len("sqlite:///") :]
+
+
+@dataclass
+class SQLiteProbe:
+    migrations: list[tuple[int, str, str]]
+
+    def _connect(self, url: str) -> sqlite3.Connection:
+        return sqlite3.connect(_sqlite_path(url), isolation_level=None)
+
+    def recorded(self, url: str) -> list[tuple[int, str, str]]:
+        with closing(self._connect(url)) as conn:
+            return conn.execute(
+                "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+            ).fetchall()
+
+    def schema(self, url: str) -> list[tuple[str, str]]:
+        with closing(self._connect(url)) as conn:
+            return conn.execute(
+                "SELECT name, coalesce(sql, '') FROM sqlite_master ORDER BY name"
+            ).fetchall()
+
+    def build(self, url: str, upto: int) -> None:
+        with closing(self._connect(url)) as conn:
+            conn.execute(
+                "CREATE TABLE schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            for version, name, sql in self.migrations[:upto]:
+                conn.executescript(sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01 00:00:00')",
+                    (version, name),
+                )
+
+    def record(self, url: str, version: int, name: str) -> None:
+        with closing(self._connect(url)) as conn:
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, datetime('now'))", (version, name)
+            )
+
+    def with_migrations(self, migrations: list[tuple[int, str, str]]) -> MigrationProbe:
+        return replace(self, migrations=migrations)
+
+    def has_table(self, url: str, table: str) -> bool:
+        with closing(self._connect(url)) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            return row is not None
+
+    def add_mind(self, url: str, mind_id: str, name: str) -> None:
+        with closing(self._connect(url)) as conn:
+            conn.execute(
+                "INSERT INTO minds (id, name, created_at) VALUES (?, ?, ?)",
+                (mind_id, name, 1_700_000_000_000_000),
+            )
+
+
+def _sqlite_probe() -> MigrationProbe:
+    from noema.storage._sqlite_schema import MIGRATIONS
+
+    return SQLiteProbe(MIGRATIONS)
+
+
+PROBES = {"sqlite": _sqlite_probe}
+
+
+@pytest.fixture
+def probe(backend: str) -> MigrationProbe:
+    if backend not in PROBES:
+        pytest.skip(f"no migration probe for the {backend} backend yet")
+    return PROBES[backend]()
+
+
+@pytest.fixture
+def patched_migrations(backend: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The module attribute holding the backend's list, for tests that extend it."""
+    if backend != "sqlite":
+        pytest.skip(f"no way to extend the {backend} migrations in tests yet")
+    yield "noema.storage.sqlite.MIGRATIONS"
+
+
+def _longest_migration_list() -> int:
+    """Positions to start from: as many as the longest list of any backend."""
+    return max(len(make().migrations) for make in PROBES.values())
+
+
+def test_migrations_are_an_append_only_numbered_list(probe: MigrationProbe) -> None:
+    versions = [version for version, _, _ in probe.migrations]
+    assert versions == list(range(1, len(versions) + 1))
+    assert all(name.strip() and sql.strip() for _, name, sql in probe.migrations)
+
+
+def test_every_migration_applies_on_an_empty_database(
+    probe: MigrationProbe, store_url: str
+) -> None:
+    storage = open_storage(store_url)
+    try:
+        assert storage.schema_version() == probe.migrations[-1][0]
+        with storage.transaction() as session:
+            mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW))
+            assert session.run(ops.IsEmpty(mind.id)) is True
+    finally:
+        storage.close()
+    recorded = probe.recorded(store_url)
+    assert [(v, n) for v, n, _ in recorded] == [(v, n) for v, n, _ in probe.migrations]
+    assert all(applied for _, _, applied in recorded)
+
+
+def test_reopening_a_current_database_is_a_no_op(probe: MigrationProbe, store_url: str) -> None:
+    first = open_storage(store_url)
+    with first.transaction() as session:
+        mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW))
+    first.close()
+    recorded, schema = probe.recorded(store_url), probe.schema(store_url)
+
+    for _ in range(2):
+        again = open_storage(store_url)
+        try:
+            assert again.schema_version() == probe.migrations[-1][0]
+            with again.transaction(write=False) as session:
+                assert session.run(ops.ListMinds()) == [mind]
+        finally:
+            again.close()
+    assert probe.recorded(store_url) == recorded  # applied_at too: nothing re-ran
+    assert probe.schema(store_url) == schema
+
+
+def test_a_database_newer_than_this_noema_is_refused(probe: MigrationProbe, store_url: str) -> None:
+    open_storage(store_url).close()
+    future = probe.migrations[-1][0] + 1
+    probe.record(store_url, future, "from the future")
+    schema = probe.schema(store_url)
+    with pytest.raises(noema.MigrationError, match=str(future)):
+        open_storage(store_url)
+    with pytest.raises(noema.MigrationError):
+        noema.Mind.open(store_url, "m")
+    assert probe.schema(store_url) == schema
+    assert [v for v, _, _ in probe.recorded(store_url)][-1] == future
+
+
+@pytest.mark.parametrize("upto", range(_longest_migration_list()))
+def test_a_previous_version_database_migrates_forward(
+    probe: MigrationProbe, store_url: str, upto: int
+) -> None:
+    """Migrations ``1..upto`` applied by hand; opening applies the rest and keeps the data.
+
+    With one migration this starts from a database that recorded none; when the
+    next migration lands it also starts from every released version.
+    """
+    if upto >= len(probe.migrations):
+        pytest.skip(f"this backend has only {len(probe.migrations)} migrations")
+    check_migrates_forward(probe, store_url, upto)
+
+
+def test_the_previous_version_check_holds_for_a_second_migration(
+    probe: MigrationProbe,
+    store_url: str,
+    patched_migrations: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check above, run today against a made-up next migration on a released database."""
+    latest = probe.migrations[-1][0]
+    extra = (latest + 1, "add a note to minds", "ALTER TABLE minds ADD COLUMN note TEXT;")
+    extended = [*probe.migrations, extra]
+    monkeypatch.setattr(patched_migrations, extended)
+    longer = probe.with_migrations(extended)
+    check_migrates_forward(longer, store_url, len(extended) - 1)
+    assert any("note TEXT" in sql for name, sql in longer.schema(store_url) if name == "minds")
+
+
+def check_migrates_forward(probe: MigrationProbe, store_url: str, upto: int) -> None:
+    probe.build(store_url, upto)
+    old = probe.recorded(store_url)
+    assert [v for v, _, _ in old] == list(range(1, upto + 1))
+    mind_id = new_id(NOW)
+    if probe.has_table(store_url, "minds"):
+        probe.add_mind(store_url, mind_id, "old mind")
+
+    storage = open_storage(store_url)
+    try:
+        assert storage.schema_version() == probe.migrations[-1][0]
+        with storage.transaction() as session:
+            minds = session.run(ops.ListMinds())
+            if upto >= 1:
+                assert [(m.id, m.name) for m in minds] == [(mind_id, "old mind")]
+            info = session.run(ops.EnsureMind("new mind", new_id(NOW), NOW))
+            assert session.run(ops.IsEmpty(info.id)) is True
+    finally:
+        storage.close()
+    recorded = probe.recorded(store_url)
+    assert [(v, n) for v, n, _ in recorded] == [(v, n) for v, n, _ in probe.migrations]
+    assert recorded[:upto] == old  # what was applied before is left alone
+
+
+def test_a_failing_migration_rolls_back_completely(
+    probe: MigrationProbe,
+    store_url: str,
+    patched_migrations: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    open_storage(store_url).close()
+    before = probe.recorded(store_url)
+    latest = probe.migrations[-1][0]
+    broken = (
+        latest + 1,
+        "broken",
+        "CREATE TABLE half_done (x INTEGER);\nINSERT INTO no_such_table VALUES (1);\n",
+    )
+    monkeypatch.setattr(patched_migrations, [*probe.migrations, broken])
+    with pytest.raises(RuntimeFailure):
+        open_storage(store_url)
+    assert probe.recorded(store_url) == before
+    assert not probe.has_table(store_url, "half_done")
+    monkeypatch.undo()
+    storage = open_storage(store_url)
+    assert storage.schema_version() == latest
+    storage.close()
+
+
+def test_a_failing_migration_raises_migration_error(
+    probe: MigrationProbe,
+    store_url: str,
+    patched_migrations: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    open_storage(store_url).close()
+    broken = (probe.migrations[-1][0] + 1, "broken", "INSERT INTO no_such_table VALUES (1);")
+    monkeypatch.setattr(patched_migrations, [*probe.migrations, broken])
+    with pytest.raises(noema.MigrationError):
+        open_storage(store_url)

@@ -1,0 +1,988 @@
+"""The storage contract (ADR 0002), written once against the ``Storage`` protocol.
+
+Every test here runs on every backend through the ``backend`` fixture: it opens
+the store with ``open_storage(store_url)`` and speaks only in ``ops`` records, so
+a new backend passes this file unchanged or is not done. No test names a backend,
+and none reads the database behind the protocol's back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from concepts import (
+    CHANNEL_TRUST,
+    AuditEntry,
+    Channel,
+    Epistemic,
+    Event,
+    Memory,
+    MemoryKind,
+    RecallFilters,
+    Relation,
+    Relationship,
+    RelationStatus,
+    Status,
+    credibility,
+)
+from noema.errors import NoemaError, StorageError
+from noema.ids import content_hash, new_id
+from noema.memory.audit import chain
+from noema.storage import Storage, open_storage, ops
+
+T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+@pytest.fixture
+def storage(store_url: str) -> Iterator[Storage]:
+    store = open_storage(store_url)
+    yield store
+    store.close()
+
+
+def ensure_mind(storage: Storage, name: str, now: datetime = T0) -> str:
+    with storage.transaction() as session:
+        return session.run(ops.EnsureMind(name, new_id(now), now)).id
+
+
+def read(storage: Storage, op: ops.Op[Any]) -> Any:
+    with storage.transaction(write=False) as session:
+        return session.run(op)
+
+
+def write(storage: Storage, *operations: ops.Op[Any]) -> None:
+    with storage.transaction() as session:
+        for op in operations:
+            session.run(op)
+
+
+def make_memory(mind_id: str, content: str, *, at: datetime = T0, **fields: Any) -> Memory:
+    """A valid stored memory; ``fields`` override any column."""
+    kind = fields.pop("kind", MemoryKind.SEMANTIC)
+    epistemic = fields.pop("epistemic", Epistemic.CLAIM)
+    channel = fields.pop("channel", Channel.USER)
+    key = fields.pop("key", None)
+    confidence = fields.pop("confidence", 0.8)
+    data: dict[str, Any] = dict(
+        id=new_id(at),
+        mind_id=mind_id,
+        kind=kind,
+        epistemic=epistemic,
+        channel=channel,
+        content=content,
+        summary=None,
+        key=key,
+        tags=(),
+        payload={},
+        confidence=confidence,
+        alpha=max(10 * confidence, 1e-3),
+        beta=max(10 * (1 - confidence), 1e-3),
+        importance=0.5,
+        salience=0.5,
+        trust=CHANNEL_TRUST[channel],
+        credibility=credibility(channel, epistemic),
+        activation=0.5,
+        activation_at=at,
+        status=Status.ACTIVE,
+        valid_from=at,
+        valid_to=None,
+        recorded_at=at,
+        last_accessed=None,
+        access_count=0,
+        origin_event=None,
+        content_hash=content_hash(kind, content, key),
+        feedback_count=0,
+        feedback_mean=0.0,
+    )
+    data.update(fields)
+    return Memory.model_validate(data)
+
+
+def make_edge(
+    mind_id: str, src: str, relation: Relation, dst: str, *, at: datetime = T0, **fields: Any
+) -> Relationship:
+    data: dict[str, Any] = dict(
+        id=new_id(at),
+        mind_id=mind_id,
+        src=src,
+        relation=relation,
+        dst=dst,
+        created_at=at,
+    )
+    data.update(fields)
+    return Relationship.model_validate(data)
+
+
+def make_event(
+    mind_id: str, kind: str = "memory_created", *, at: datetime = T0, **fields: Any
+) -> Event:
+    return Event.model_validate(dict(id=new_id(at), mind_id=mind_id, kind=kind, at=at, **fields))
+
+
+def assert_same_memory(got: Memory, expected: Memory) -> None:
+    """Field by field, exactly: values, Python types, times to the microsecond in UTC."""
+    assert got.model_dump() == expected.model_dump()
+    for name in Memory.model_fields:
+        value, wanted = getattr(got, name), getattr(expected, name)
+        assert type(value) is type(wanted), name
+        if isinstance(value, datetime):
+            assert value.utcoffset() == timedelta(0), name
+            assert value.microsecond == wanted.microsecond, name
+
+
+def by_id(items: Sequence[Memory]) -> dict[str, Memory]:
+    return {m.id: m for m in items}
+
+
+# ---------------------------------------------------------------- minds
+
+
+def test_ensure_mind_is_idempotent_and_list_minds_orders_by_name(storage: Storage) -> None:
+    first_id = new_id(T0)
+    with storage.transaction() as session:
+        created = session.run(ops.EnsureMind("zeta", first_id, T0))
+    assert (created.id, created.name, created.created_at) == (first_id, "zeta", T0)
+
+    later = T0 + DAY
+    with storage.transaction() as session:
+        again = session.run(ops.EnsureMind("zeta", new_id(later), later))
+    assert again == created
+
+    ensure_mind(storage, "alpha", later)
+    minds = read(storage, ops.ListMinds())
+    assert [m.name for m in minds] == ["alpha", "zeta"]
+    assert minds[1] == created
+
+
+# ---------------------------------------------------------------- memories
+
+
+def test_insert_and_get_round_trip_every_field_exactly(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    full = make_memory(
+        mind_id,
+        "Ünïcödé content — with \"quotes\", 'apostrophes', emoji 🧠 and a\nnewline",
+        at=T0,
+        kind=MemoryKind.PROCEDURAL,
+        epistemic=Epistemic.INFERENCE,
+        channel=Channel.TOOL,
+        key="user.home_city",
+        summary="a summary ✓",
+        tags=("alpha", "with space", "ünï"),
+        payload={
+            "task": "deploy",
+            "actions": [1, 2.5, None, True, {"nested": ["x", {"deep": -0.1}]}],
+            "emoji": "🧠",
+            "empty_list": [],
+            "empty_map": {},
+            "big": 2**53 + 1,
+        },
+        confidence=0.1 + 0.2,  # 0.30000000000000004: every bit must survive
+        alpha=3.0000000000000004,
+        beta=7.123456789012345,
+        importance=1 / 3,
+        salience=5e-324,
+        activation=0.987654321987654,
+        activation_at=T0 + timedelta(microseconds=1),
+        status=Status.SUPERSEDED,
+        valid_from=datetime(1969, 7, 20, 20, 17, 40, 999999, tzinfo=UTC),
+        valid_to=datetime(2999, 12, 31, 23, 59, 59, 1, tzinfo=UTC),
+        recorded_at=T0 + timedelta(microseconds=7),
+        last_accessed=T0 + timedelta(days=3, microseconds=5),
+        access_count=7,
+        origin_event=new_id(T0),
+        feedback_count=3,
+        feedback_mean=-1 / 3,
+    )
+    bare = make_memory(mind_id, "bare", at=T0 + DAY)
+    write(storage, ops.InsertMemories([full, bare]))
+
+    got = by_id(read(storage, ops.GetMemories(mind_id, [full.id, bare.id])))
+    assert set(got) == {full.id, bare.id}
+    assert_same_memory(got[full.id], full)
+    assert_same_memory(got[bare.id], bare)
+    assert got[bare.id].tags == () and got[bare.id].payload == {}
+    assert got[bare.id].summary is None and got[bare.id].key is None
+
+
+def test_get_memories_skips_unknown_ids_and_accepts_empty_input(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memory = make_memory(mind_id, "known")
+    write(storage, ops.InsertMemories([memory]))
+    found = read(storage, ops.GetMemories(mind_id, [new_id(T0), memory.id, memory.id]))
+    assert [m.id for m in found] == [memory.id]
+    assert read(storage, ops.GetMemories(mind_id, [])) == []
+    assert read(storage, ops.FindActiveByHash(mind_id, [])) == []
+    assert read(storage, ops.FindActiveByKey(mind_id, [])) == []
+
+
+def test_update_memories_changes_every_mutable_field(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    one = make_memory(mind_id, "one", valid_to=T0 + DAY)
+    two = make_memory(mind_id, "two")
+    write(storage, ops.InsertMemories([one, two]))
+    later = T0 + timedelta(days=2, microseconds=123)
+    changes: dict[str, Any] = {
+        "confidence": 0.1 + 0.2,
+        "alpha": 11.5,
+        "beta": 0.25,
+        "importance": 0.9,
+        "salience": 0.125,
+        "activation": 0.7000000000000001,
+        "activation_at": later,
+        "status": Status.RETRACTED,
+        "valid_to": None,
+        "last_accessed": later,
+        "access_count": 42,
+        "feedback_count": 2,
+        "feedback_mean": -0.75,
+    }
+    assert set(changes) == ops.MUTABLE_FIELDS
+    write(
+        storage,
+        ops.UpdateMemories(mind_id, [(one.id, changes), (two.id, {"valid_to": later})]),
+    )
+    got = by_id(read(storage, ops.GetMemories(mind_id, [one.id, two.id])))
+    assert_same_memory(got[one.id], one.model_copy(update=changes))
+    assert_same_memory(got[two.id], two.model_copy(update={"valid_to": later}))
+
+
+IMMUTABLE_FIELDS = sorted(set(Memory.model_fields) - ops.MUTABLE_FIELDS)
+
+
+def test_content_is_not_a_mutable_field() -> None:
+    assert "content" in IMMUTABLE_FIELDS
+    assert {"content_hash", "mind_id", "id", "key", "kind", "recorded_at"} <= set(IMMUTABLE_FIELDS)
+
+
+@pytest.mark.parametrize("field", IMMUTABLE_FIELDS)
+def test_update_memories_refuses_immutable_fields(storage: Storage, field: str) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memory = make_memory(mind_id, "original content")
+    other = make_memory(mind_id, "a different memory", at=T0 + DAY)
+    write(storage, ops.InsertMemories([memory, other]))
+    replacement = getattr(other, field)
+    with pytest.raises(ValueError, match=field), storage.transaction() as session:
+        session.run(
+            ops.UpdateMemories(
+                mind_id, [(memory.id, {"importance": 0.99}), (memory.id, {field: replacement})]
+            )
+        )
+    [stored] = read(storage, ops.GetMemories(mind_id, [memory.id]))
+    assert_same_memory(stored, memory)
+
+
+def test_update_memories_never_touches_another_minds_row(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    memory = make_memory(mind_a, "belongs to a")
+    write(storage, ops.InsertMemories([memory]))
+    write(storage, ops.UpdateMemories(mind_b, [(memory.id, {"status": Status.RETRACTED})]))
+    [stored] = read(storage, ops.GetMemories(mind_a, [memory.id]))
+    assert stored.status == Status.ACTIVE
+
+
+def test_find_active_by_hash_and_by_key_return_only_active_rows(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    active = make_memory(mind_a, "lives in Berlin", key="home")
+    # The same content may be kept any number of times in history, once active.
+    old_copy = make_memory(mind_a, "lives in Berlin", key="home", status=Status.SUPERSEDED)
+    superseded = make_memory(mind_a, "lives in Paris", key="home", status=Status.SUPERSEDED)
+    retracted = make_memory(mind_a, "lives on the moon", key="home", status=Status.RETRACTED)
+    archived = make_memory(mind_a, "archived note", key="note", status=Status.ARCHIVED)
+    elsewhere = make_memory(mind_b, "lives in Berlin", key="home")
+    write(
+        storage,
+        ops.InsertMemories([active, old_copy, superseded, retracted, archived]),
+        ops.InsertMemories([elsewhere]),
+    )
+    hashes = [m.content_hash for m in (active, superseded, retracted, archived)]
+    found = read(storage, ops.FindActiveByHash(mind_a, [*hashes, "0" * 64]))
+    assert [m.id for m in found] == [active.id]
+    assert_same_memory(found[0], active)
+
+    found = read(storage, ops.FindActiveByKey(mind_a, ["home", "note", "missing"]))
+    assert [m.id for m in found] == [active.id]
+    assert [m.id for m in read(storage, ops.FindActiveByKey(mind_b, ["home"]))] == [elsewhere.id]
+    assert read(storage, ops.FindActiveByHash(ensure_mind(storage, "c"), hashes)) == []
+
+
+def test_a_second_active_row_with_the_same_content_hash_is_refused(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    first = make_memory(mind_a, "only once")
+    write(storage, ops.InsertMemories([first]))
+    with pytest.raises(StorageError):
+        write(storage, ops.InsertMemories([make_memory(mind_a, "only once", at=T0 + DAY)]))
+    # The same content in another mind, or in history, is no duplicate.
+    write(
+        storage,
+        ops.InsertMemories([make_memory(mind_b, "only once")]),
+        ops.InsertMemories([make_memory(mind_a, "only once", status=Status.SUPERSEDED)]),
+    )
+    assert len(read(storage, ops.ScanMemories(mind_a))) == 2
+
+
+# ---------------------------------------------------------------- full-text search
+
+
+def search(
+    storage: Storage,
+    mind_id: str,
+    terms: Sequence[str],
+    *,
+    strict: bool = False,
+    filters: RecallFilters | None = None,
+    as_of: datetime | None = None,
+    limit: int = 50,
+) -> list[tuple[Memory, float]]:
+    op = ops.SearchText(mind_id, terms, strict, filters or RecallFilters(), as_of, limit)
+    result: list[tuple[Memory, float]] = read(storage, op)
+    return result
+
+
+def test_search_text_ranks_best_first(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    strong = make_memory(mind_id, "Apple apple apple pie")
+    weak = make_memory(
+        mind_id, "an apple tart served with cream, sugar, cinnamon and a few more words"
+    )
+    unrelated = make_memory(mind_id, "banana bread")
+    write(storage, ops.InsertMemories([weak, unrelated, strong]))
+    hits = search(storage, mind_id, ["apple"])
+    assert [m.id for m, _ in hits] == [strong.id, weak.id]
+    ranks = [rank for _, rank in hits]
+    assert all(isinstance(r, float) and r > 0 for r in ranks)
+    assert ranks[0] > ranks[1]
+    assert_same_memory(hits[0][0], strong)
+    assert [m.id for m, _ in search(storage, mind_id, ["apple"], limit=1)] == [strong.id]
+
+
+def test_search_text_any_term_versus_every_term(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    both = make_memory(mind_id, "apple and banana smoothie")
+    apple = make_memory(mind_id, "apple pie")
+    banana = make_memory(mind_id, "banana bread")
+    write(storage, ops.InsertMemories([both, apple, banana]))
+    any_hits = {m.id for m, _ in search(storage, mind_id, ["apple", "banana"])}
+    assert any_hits == {both.id, apple.id, banana.id}
+    strict_hits = [m.id for m, _ in search(storage, mind_id, ["apple", "banana"], strict=True)]
+    assert strict_hits == [both.id]
+    assert search(storage, mind_id, ["apple", "cherry"], strict=True) == []
+    assert search(storage, mind_id, []) == []
+
+
+def test_search_text_takes_query_syntax_words_as_plain_words(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memory = make_memory(mind_id, "near and far, or not at all")
+    write(storage, ops.InsertMemories([memory]))
+    for term in ("near", "and", "or", "not", "NEAR", "AND"):
+        assert [m.id for m, _ in search(storage, mind_id, [term])] == [memory.id], term
+    assert [m.id for m, _ in search(storage, mind_id, ["near", "far"], strict=True)] == [memory.id]
+
+
+BASE = datetime(2025, 6, 1, 9, 30, tzinfo=UTC)
+EPISTEMICS = (Epistemic.FACT, Epistemic.CLAIM, Epistemic.OPINION)
+CHANNELS = (Channel.USER, Channel.TOOL, Channel.OPERATOR, Channel.SOURCE, Channel.LOW)
+KINDS = tuple(MemoryKind)
+STATUS_OF = {9: Status.SUPERSEDED, 10: Status.RETRACTED, 11: Status.ARCHIVED}
+
+
+def filter_dataset(mind_id: str) -> list[Memory]:
+    """Twelve memories that all match ``zephyr``, differing in every filtered field."""
+    memories = []
+    for i in range(12):
+        tags = ["even"] if i % 2 == 0 else ["odd"]
+        if i % 3 == 0:
+            tags.append("three")
+        recorded = BASE + i * DAY
+        memories.append(
+            make_memory(
+                mind_id,
+                f"zephyr record number {i}" + " filler" * i,
+                at=recorded,
+                kind=KINDS[i % 4],
+                epistemic=EPISTEMICS[i % 3],
+                channel=CHANNELS[i % 5],
+                tags=tuple(tags),
+                key="k.a" if i % 4 == 1 else ("k.b" if i % 4 == 2 else None),
+                confidence=round(0.5 + 0.04 * i, 2),
+                status=STATUS_OF.get(i, Status.ACTIVE),
+                valid_from=recorded - (2 * DAY if i % 2 else timedelta(0)),
+                valid_to=recorded + 2 * DAY if i in (3, 9) else None,
+            )
+        )
+    return memories
+
+
+def expected_match(memory: Memory, filters: RecallFilters | None, as_of: datetime | None) -> bool:
+    """The meaning of every RecallFilters field and of ``as_of``, written out plainly."""
+    if filters is not None:
+        if memory.status not in filters.statuses:
+            return False
+        if filters.kinds and memory.kind not in filters.kinds:
+            return False
+        if filters.epistemics and memory.epistemic not in filters.epistemics:
+            return False
+        if filters.channels and memory.channel not in filters.channels:
+            return False
+        if not all(tag in memory.tags for tag in filters.tags):
+            return False
+        if filters.key is not None and memory.key != filters.key:
+            return False
+        if filters.since is not None and memory.recorded_at < filters.since:
+            return False
+        if filters.until is not None and memory.recorded_at > filters.until:
+            return False
+        if memory.confidence < filters.min_confidence:
+            return False
+    if as_of is not None:
+        if memory.valid_from > as_of:
+            return False
+        if memory.valid_to is not None and memory.valid_to <= as_of:
+            return False
+    return True
+
+
+ALL_STATUSES = tuple(Status)
+FILTER_CASES: list[tuple[str, RecallFilters, datetime | None]] = [
+    ("default is active only", RecallFilters(), None),
+    (
+        "statuses",
+        RecallFilters(statuses=(Status.SUPERSEDED, Status.RETRACTED, Status.ARCHIVED)),
+        None,
+    ),
+    ("kinds", RecallFilters(kinds=(MemoryKind.EPISODIC,)), None),
+    ("several kinds", RecallFilters(kinds=(MemoryKind.EPISODIC, MemoryKind.PROCEDURAL)), None),
+    ("epistemics", RecallFilters(epistemics=(Epistemic.OPINION,)), None),
+    ("channels", RecallFilters(channels=(Channel.TOOL, Channel.OPERATOR)), None),
+    ("one tag", RecallFilters(tags=("three",)), None),
+    ("every tag", RecallFilters(tags=("even", "three")), None),
+    ("key", RecallFilters(key="k.a", statuses=ALL_STATUSES), None),
+    ("since is inclusive", RecallFilters(since=BASE + 3 * DAY), None),
+    ("until is inclusive", RecallFilters(until=BASE + 5 * DAY), None),
+    ("time range", RecallFilters(since=BASE + 2 * DAY, until=BASE + 6 * DAY), None),
+    ("min confidence is inclusive", RecallFilters(min_confidence=0.7), None),
+    ("as_of inside intervals", RecallFilters(statuses=ALL_STATUSES), BASE + 4 * DAY + DAY / 2),
+    ("as_of at a valid_to", RecallFilters(statuses=ALL_STATUSES), BASE + 5 * DAY),
+    ("as_of at a valid_from", RecallFilters(statuses=ALL_STATUSES), BASE + 7 * DAY),
+    (
+        "combined",
+        RecallFilters(
+            kinds=(MemoryKind.SEMANTIC, MemoryKind.EPISODIC),
+            tags=("even",),
+            since=BASE + DAY,
+            statuses=ALL_STATUSES,
+        ),
+        None,
+    ),
+]
+
+
+@pytest.fixture
+def filtered_store(storage: Storage) -> tuple[Storage, str, list[Memory]]:
+    mind_id = ensure_mind(storage, "filters")
+    memories = filter_dataset(mind_id)
+    other = ensure_mind(storage, "other")
+    write(
+        storage,
+        ops.InsertMemories(memories),
+        ops.InsertMemories(filter_dataset(other)),
+    )
+    return storage, mind_id, memories
+
+
+@pytest.mark.parametrize(
+    ("label", "filters", "as_of"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
+)
+def test_search_text_honours_filters_and_as_of(
+    filtered_store: tuple[Storage, str, list[Memory]],
+    label: str,
+    filters: RecallFilters,
+    as_of: datetime | None,
+) -> None:
+    storage, mind_id, memories = filtered_store
+    expected = {m.id for m in memories if expected_match(m, filters, as_of)}
+    # Every case must filter something out and keep something, or it proves nothing.
+    assert expected and len(expected) < len(memories), label
+    hits = search(storage, mind_id, ["zephyr"], filters=filters, as_of=as_of)
+    assert {m.id for m, _ in hits} == expected
+    ranks = [rank for _, rank in hits]
+    assert ranks == sorted(ranks, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("label", "filters", "as_of"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
+)
+def test_scan_memories_honours_filters_and_as_of(
+    filtered_store: tuple[Storage, str, list[Memory]],
+    label: str,
+    filters: RecallFilters,
+    as_of: datetime | None,
+) -> None:
+    storage, mind_id, memories = filtered_store
+    expected = sorted(m.id for m in memories if expected_match(m, filters, as_of))
+    scanned = read(storage, ops.ScanMemories(mind_id, filters, as_of))
+    assert [m.id for m in scanned] == expected, label
+
+
+def test_search_text_returns_nothing_of_other_minds(storage: Storage) -> None:
+    mind_a, mind_b, empty = (ensure_mind(storage, n) for n in ("a", "b", "empty"))
+    mine = make_memory(mind_a, "quasar observed tonight")
+    # Enough hits elsewhere to push this mind's hit out of any first page of the index.
+    theirs = [make_memory(mind_b, f"quasar quasar number {i}") for i in range(300)]
+    write(storage, ops.InsertMemories(theirs), ops.InsertMemories([mine]))
+    hits = search(storage, mind_a, ["quasar"], limit=5)
+    assert [m.id for m, _ in hits] == [mine.id]
+    assert search(storage, empty, ["quasar"]) == []
+    assert {m.mind_id for m, _ in search(storage, mind_b, ["quasar"], limit=1000)} == {mind_b}
+
+
+def test_search_text_finds_a_weak_hit_that_only_the_filters_admit(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    crowd = [
+        make_memory(mind_id, f"nebula {i}", kind=MemoryKind.EPISODIC, at=T0 + i * DAY)
+        for i in range(300)
+    ]
+    weak = make_memory(mind_id, "nebula " + " ".join(f"word{i}" for i in range(80)))
+    write(storage, ops.InsertMemories([*crowd, weak]))
+    hits = search(
+        storage, mind_id, ["nebula"], filters=RecallFilters(kinds=(MemoryKind.SEMANTIC,)), limit=5
+    )
+    assert [m.id for m, _ in hits] == [weak.id]
+
+
+# ---------------------------------------------------------------- scans and counts
+
+
+def test_scan_memories_pages_in_id_order(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memories = [make_memory(mind_id, f"page item {i}", at=T0 + i * DAY) for i in range(7)]
+    write(storage, ops.InsertMemories(memories[::-1]))
+    seen: list[str] = []
+    after: str | None = None
+    while page := read(storage, ops.ScanMemories(mind_id, after_id=after, limit=3)):
+        assert len(page) <= 3
+        seen.extend(m.id for m in page)
+        after = page[-1].id
+    assert seen == sorted(m.id for m in memories)
+    # Without filters a scan sees every status; with default filters, active only.
+    write(storage, ops.UpdateMemories(mind_id, [(memories[0].id, {"status": Status.ARCHIVED})]))
+    assert len(read(storage, ops.ScanMemories(mind_id))) == 7
+    assert len(read(storage, ops.ScanMemories(mind_id, RecallFilters()))) == 6
+
+
+def test_scan_memories_recent_order(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    older = make_memory(mind_id, "older", at=T0)
+    newest = make_memory(mind_id, "newest", at=T0 + 2 * DAY)
+    tie_1 = make_memory(mind_id, "tie one", at=T0 + DAY)
+    tie_2 = make_memory(mind_id, "tie two", at=T0 + DAY)
+    write(storage, ops.InsertMemories([tie_1, older, newest, tie_2]))
+    ties = sorted([tie_1.id, tie_2.id], reverse=True)
+    recent = read(storage, ops.ScanMemories(mind_id, order="recent"))
+    assert [m.id for m in recent] == [newest.id, *ties, older.id]
+    first_two = read(storage, ops.ScanMemories(mind_id, order="recent", limit=2))
+    assert [m.id for m in first_two] == [newest.id, ties[0]]
+
+
+def test_scan_activation_pages_in_id_order(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    memories = [
+        make_memory(
+            mind_id,
+            f"activation {i}",
+            at=T0 + i * DAY,
+            activation=i / 10,
+            activation_at=T0 + timedelta(days=i, microseconds=i),
+            importance=1 - i / 10,
+        )
+        for i in range(5)
+    ]
+    write(
+        storage,
+        ops.InsertMemories(memories),
+        ops.InsertMemories([make_memory(other, "not mine")]),
+    )
+    rows: list[tuple[str, float, datetime, float]] = []
+    after: str | None = None
+    while page := read(storage, ops.ScanActivation(mind_id, after, 2)):
+        assert len(page) <= 2
+        rows.extend(page)
+        after = page[-1][0]
+    expected = sorted((m.id, m.activation, m.activation_at, m.importance) for m in memories)
+    assert rows == expected
+
+
+def test_count_memories_by_kind_and_status(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    assert read(storage, ops.CountMemories(mind_id)) == []
+    write(
+        storage,
+        ops.InsertMemories(
+            [
+                make_memory(mind_id, "s1"),
+                make_memory(mind_id, "s2"),
+                make_memory(mind_id, "s3", status=Status.RETRACTED),
+                make_memory(mind_id, "e1", kind=MemoryKind.EPISODIC),
+                make_memory(other, "elsewhere", kind=MemoryKind.PROCEDURAL),
+            ]
+        ),
+    )
+    rows = read(storage, ops.CountMemories(mind_id))
+    assert sorted(tuple(r) for r in rows) == [
+        ("episodic", "active", 1),
+        ("semantic", "active", 2),
+        ("semantic", "retracted", 1),
+    ]
+
+
+# ---------------------------------------------------------------- relationships
+
+
+@pytest.fixture
+def graph(storage: Storage) -> tuple[Storage, str, list[Memory], list[Relationship]]:
+    mind_id = ensure_mind(storage, "m")
+    a, b, c, d = (make_memory(mind_id, f"node {n}") for n in "abcd")
+    edges = [
+        make_edge(mind_id, a.id, Relation.SUPPORTS, b.id, at=T0),
+        make_edge(
+            mind_id,
+            b.id,
+            Relation.SAME_AS,
+            c.id,
+            at=T0 + DAY,
+            status=RelationStatus.PROPOSED,
+            confidence=0.25,
+            source="tool:dedup",
+        ),
+        make_edge(mind_id, c.id, Relation.CONTRADICTS, d.id, at=T0 + 2 * DAY),
+        make_edge(mind_id, d.id, Relation.SUPPORTS, a.id, at=T0 + 3 * DAY),
+    ]
+    write(storage, ops.InsertMemories([a, b, c, d]), ops.InsertRelationships(edges))
+    return storage, mind_id, [a, b, c, d], edges
+
+
+def edge_ids(edges: Sequence[Relationship]) -> list[str]:
+    return [e.id for e in edges]
+
+
+def test_relationships_round_trip_and_find_filters(
+    graph: tuple[Storage, str, list[Memory], list[Relationship]],
+) -> None:
+    storage, mind_id, (a, b, c, _), edges = graph
+    everything = read(storage, ops.FindRelationships(mind_id))
+    assert everything == sorted(edges, key=lambda e: e.id)
+    proposed = next(e for e in everything if e.relation == Relation.SAME_AS)
+    assert (proposed.confidence, proposed.source, proposed.status) == (
+        0.25,
+        "tool:dedup",
+        RelationStatus.PROPOSED,
+    )
+
+    def find(**kw: Any) -> list[str]:
+        return edge_ids(read(storage, ops.FindRelationships(mind_id, **kw)))
+
+    assert find(ids=[edges[2].id, edges[0].id]) == sorted([edges[0].id, edges[2].id])
+    # Either end counts.
+    assert find(memory_ids=[b.id]) == sorted([edges[0].id, edges[1].id])
+    assert find(memory_ids=[a.id, c.id]) == sorted(edge_ids(edges))
+    assert find(relations=[Relation.SUPPORTS]) == sorted([edges[0].id, edges[3].id])
+    assert find(memory_ids=[a.id], relations=[Relation.SUPPORTS, Relation.CONTRADICTS]) == sorted(
+        [edges[0].id, edges[3].id]
+    )
+    assert find(statuses=[RelationStatus.PROPOSED]) == [edges[1].id]
+    assert find(statuses=[RelationStatus.ACTIVE, RelationStatus.REJECTED]) == sorted(
+        edge_ids([edges[0], edges[2], edges[3]])
+    )
+    assert find(ids=[new_id(T0)]) == []
+
+    paged: list[str] = []
+    after: str | None = None
+    while page := find(after_id=after, limit=3):
+        assert len(page) <= 3
+        paged.extend(page)
+        after = page[-1]
+    assert paged == sorted(edge_ids(edges))
+
+
+def test_set_relationship_status(
+    graph: tuple[Storage, str, list[Memory], list[Relationship]],
+) -> None:
+    storage, mind_id, _, edges = graph
+    decided = T0 + timedelta(days=5, microseconds=321)
+    other = ensure_mind(storage, "other")
+    write(storage, ops.SetRelationshipStatus(other, edges[1].id, RelationStatus.ACTIVE, decided))
+    [unchanged] = read(storage, ops.FindRelationships(mind_id, ids=[edges[1].id]))
+    assert unchanged == edges[1]
+
+    write(storage, ops.SetRelationshipStatus(mind_id, edges[1].id, RelationStatus.ACTIVE, decided))
+    [edge] = read(storage, ops.FindRelationships(mind_id, ids=[edges[1].id]))
+    assert edge == edges[1].model_copy(
+        update={"status": RelationStatus.ACTIVE, "decided_at": decided}
+    )
+    assert edge.decided_at is not None and edge.decided_at.microsecond == (123456 + 321)
+
+
+def test_a_relationship_never_joins_two_minds(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    mine, theirs = make_memory(mind_a, "mine"), make_memory(mind_b, "theirs")
+    write(storage, ops.InsertMemories([mine, theirs]))
+    for src, dst, owner in ((mine, theirs, mind_a), (mine, theirs, mind_b)):
+        with pytest.raises(NoemaError):
+            write(
+                storage,
+                ops.InsertRelationships([make_edge(owner, src.id, Relation.RELATED_TO, dst.id)]),
+            )
+    assert read(storage, ops.FindRelationships(mind_a)) == []
+    assert read(storage, ops.FindRelationships(mind_b)) == []
+
+
+# ---------------------------------------------------------------- events and audit
+
+
+def test_events_keep_append_order_and_filter(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    m1, m2 = new_id(T0), new_id(T0)
+    first = [
+        make_event(mind_id, "memory_created", memory_id=m1, payload={"content_hash": "x"}),
+        make_event(mind_id, "observation_received", at=T0 - DAY, payload={"text": "é 🧠"}),
+        make_event(mind_id, "myplugin.note", memory_id=m2, payload={"n": [1, 2.5, None]}),
+    ]
+    second = [
+        make_event(mind_id, "memory_retrieved", memory_id=m1, origin_event=first[0].id),
+        make_event(mind_id, "memory_created", memory_id=m2),
+    ]
+    write(storage, ops.AppendEvents(first))
+    write(
+        storage,
+        ops.AppendEvents([make_event(other, "memory_created", memory_id=m1)]),
+        ops.AppendEvents(second),
+    )
+    appended = [*first, *second]
+
+    events = read(storage, ops.ListEvents(mind_id))
+    assert [e.id for e in events] == [e.id for e in appended]
+    seqs = [e.seq for e in events]
+    assert all(isinstance(s, int) for s in seqs)
+    assert seqs == sorted({s for s in seqs if s is not None})
+    for got, sent in zip(events, appended, strict=True):
+        assert got.model_dump(exclude={"seq"}) == sent.model_dump(exclude={"seq"})
+
+    def ids(**kw: Any) -> list[str]:
+        return [e.id for e in read(storage, ops.ListEvents(mind_id, **kw))]
+
+    assert ids(memory_id=m1) == [first[0].id, second[0].id]
+    assert ids(kinds=["memory_created"]) == [first[0].id, second[1].id]
+    assert ids(kinds=["myplugin.note", "observation_received"]) == [first[1].id, first[2].id]
+    assert ids(ids=[second[1].id, first[1].id]) == [first[1].id, second[1].id]
+    assert ids(after_seq=events[2].seq) == [second[0].id, second[1].id]
+    assert ids(limit=2) == [first[0].id, first[1].id]
+    assert ids(newest_first=True) == [e.id for e in reversed(appended)]
+    assert ids(newest_first=True, limit=2) == [second[1].id, second[0].id]
+    assert ids(memory_id=m2, kinds=["memory_created"]) == [second[1].id]
+    assert [e.id for e in read(storage, ops.ListEvents(other))] != []
+    assert read(storage, ops.ListEvents(other, memory_id=m2)) == []
+
+
+def test_audit_head_append_and_list(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    assert read(storage, ops.AuditHead(mind_id)) is None
+    assert read(storage, ops.ListAudit(mind_id)) == []
+
+    first = [make_event(mind_id, at=T0 + timedelta(microseconds=i)) for i in range(3)]
+    entries = chain(None, first)
+    write(storage, ops.AppendEvents(first), ops.AppendAudit(mind_id, entries))
+    head = read(storage, ops.AuditHead(mind_id))
+    assert head == entries[-1]
+
+    second = [make_event(mind_id, "decay_run", at=T0 + DAY)]
+    more = chain(head, second)
+    write(storage, ops.AppendEvents(second), ops.AppendAudit(mind_id, more))
+    listed: list[AuditEntry] = read(storage, ops.ListAudit(mind_id))
+    assert listed == [*entries, *more]
+    assert [e.seq for e in listed] == [1, 2, 3, 4]
+    assert read(storage, ops.ListAudit(mind_id, after_seq=2)) == [entries[2], *more]
+    assert read(storage, ops.ListAudit(mind_id, after_seq=1, limit=2)) == entries[1:3]
+    assert read(storage, ops.AuditHead(mind_id)) == more[-1]
+    assert read(storage, ops.AuditHead(other)) is None
+    assert read(storage, ops.ListAudit(other)) == []
+
+
+# A relationship needs its two memories, so "only an edge" cannot be set up.
+WHAT_MAKES_A_MIND_NONEMPTY = ["memory", "event", "audit"]
+
+
+@pytest.mark.parametrize("what", WHAT_MAKES_A_MIND_NONEMPTY)
+def test_is_empty(storage: Storage, what: str) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    assert read(storage, ops.IsEmpty(mind_id)) is True
+    if what == "memory":
+        write(storage, ops.InsertMemories([make_memory(mind_id, "a")]))
+    elif what == "event":
+        write(storage, ops.AppendEvents([make_event(mind_id)]))
+    else:
+        write(storage, ops.AppendAudit(mind_id, chain(None, [make_event(mind_id)])))
+    assert read(storage, ops.IsEmpty(mind_id)) is False
+    assert read(storage, ops.IsEmpty(other)) is True
+
+
+# ---------------------------------------------------------------- transactions
+
+
+def test_a_committed_write_survives_reopening(storage: Storage, store_url: str) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memory = make_memory(mind_id, "durable")
+    write(storage, ops.InsertMemories([memory]), ops.AppendEvents([make_event(mind_id)]))
+    storage.close()
+    reopened = open_storage(store_url)
+    try:
+        [stored] = read(reopened, ops.GetMemories(mind_id, [memory.id]))
+        assert_same_memory(stored, memory)
+        assert len(read(reopened, ops.ListEvents(mind_id))) == 1
+    finally:
+        reopened.close()
+
+
+def test_a_write_transaction_rolls_back_completely_on_an_exception(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    kept = make_memory(mind_id, "kept")
+    write(storage, ops.InsertMemories([kept]))
+
+    class Boom(Exception):
+        pass
+
+    a, b = make_memory(mind_id, "new a", at=T0 + DAY), make_memory(mind_id, "new b", at=T0 + DAY)
+    events = [make_event(mind_id, at=T0 + DAY)]
+    with pytest.raises(Boom), storage.transaction() as session:
+        session.run(ops.EnsureMind("ghost", new_id(T0), T0))
+        session.run(ops.InsertMemories([a, b]))
+        session.run(ops.UpdateMemories(mind_id, [(kept.id, {"status": Status.RETRACTED})]))
+        edge = make_edge(mind_id, a.id, Relation.SAME_AS, b.id, status=RelationStatus.PROPOSED)
+        session.run(ops.InsertRelationships([edge]))
+        session.run(ops.SetRelationshipStatus(mind_id, edge.id, RelationStatus.ACTIVE, T0))
+        session.run(ops.AppendEvents(events))
+        session.run(ops.AppendAudit(mind_id, chain(None, events)))
+        # Everything is visible inside the transaction...
+        assert len(session.run(ops.ScanMemories(mind_id))) == 3
+        assert len(session.run(ops.SearchText(mind_id, ["new"], False, RecallFilters(), None, 9)))
+        raise Boom
+    # ...and nothing of it outside.
+    assert [m.name for m in read(storage, ops.ListMinds())] == ["m"]
+    [stored] = read(storage, ops.ScanMemories(mind_id))
+    assert_same_memory(stored, kept)
+    assert search(storage, mind_id, ["new"]) == []
+    assert read(storage, ops.FindRelationships(mind_id)) == []
+    assert read(storage, ops.ListEvents(mind_id)) == []
+    assert read(storage, ops.AuditHead(mind_id)) is None
+    # The store is still usable after the rollback.
+    write(storage, ops.InsertMemories([a]))
+    assert len(read(storage, ops.ScanMemories(mind_id))) == 2
+
+
+def _write_ops(mind_id: str, memory: Memory, edge: Relationship) -> list[ops.Op[Any]]:
+    event = make_event(mind_id, at=T0 + DAY)
+    return [
+        ops.EnsureMind("intruder", new_id(T0), T0),
+        ops.InsertMemories([make_memory(mind_id, "sneaky", at=T0 + DAY)]),
+        ops.UpdateMemories(mind_id, [(memory.id, {"activation": 1.0})]),
+        ops.InsertRelationships([make_edge(mind_id, edge.dst, Relation.PART_OF, edge.src)]),
+        ops.SetRelationshipStatus(mind_id, edge.id, RelationStatus.REJECTED, T0),
+        ops.AppendEvents([event]),
+        ops.AppendAudit(mind_id, chain(None, [event])),
+    ]
+
+
+def test_a_read_transaction_refuses_every_write_op(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    a, b = make_memory(mind_id, "a"), make_memory(mind_id, "b")
+    edge = make_edge(mind_id, a.id, Relation.RELATED_TO, b.id)
+    write(storage, ops.InsertMemories([a, b]), ops.InsertRelationships([edge]))
+    refused = []
+    for op in _write_ops(mind_id, a, edge):
+        with pytest.raises(TypeError), storage.transaction(write=False) as session:
+            session.run(op)
+        refused.append(type(op).__name__)
+    assert len(refused) == 7
+    assert [m.name for m in read(storage, ops.ListMinds())] == ["m"]
+    assert sorted(m.id for m in read(storage, ops.ScanMemories(mind_id))) == sorted([a.id, b.id])
+    [stored_a] = read(storage, ops.GetMemories(mind_id, [a.id]))
+    assert stored_a.activation == a.activation
+    assert read(storage, ops.FindRelationships(mind_id)) == [edge]
+    assert read(storage, ops.ListEvents(mind_id)) == []
+    assert read(storage, ops.AuditHead(mind_id)) is None
+
+
+def test_a_read_transaction_sees_one_snapshot(storage: Storage, store_url: str) -> None:
+    mind_id = ensure_mind(storage, "m")
+    write(storage, ops.InsertMemories([make_memory(mind_id, "before")]))
+    writer = open_storage(store_url)
+    try:
+        with storage.transaction(write=False) as session:
+            assert len(session.run(ops.ScanMemories(mind_id))) == 1
+            write(writer, ops.InsertMemories([make_memory(mind_id, "during", at=T0 + DAY)]))
+            assert len(session.run(ops.ScanMemories(mind_id))) == 1
+        assert len(read(storage, ops.ScanMemories(mind_id))) == 2
+    finally:
+        writer.close()
+
+
+# ---------------------------------------------------------------- isolation of minds
+
+
+def test_minds_never_see_each_others_rows(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    x = make_memory(mind_a, "secret of a", key="secret", tags=("t",))
+    y = make_memory(mind_a, "another secret of a")
+    edge = make_edge(mind_a, x.id, Relation.SUPPORTS, y.id)
+    events = [make_event(mind_a, memory_id=x.id)]
+    write(
+        storage,
+        ops.InsertMemories([x, y]),
+        ops.InsertRelationships([edge]),
+        ops.AppendEvents(events),
+        ops.AppendAudit(mind_a, chain(None, events)),
+    )
+    everything = RecallFilters(statuses=ALL_STATUSES)
+    reads: list[ops.Op[Any]] = [
+        ops.GetMemories(mind_b, [x.id, y.id]),
+        ops.FindActiveByHash(mind_b, [x.content_hash, y.content_hash]),
+        ops.FindActiveByKey(mind_b, ["secret"]),
+        ops.SearchText(mind_b, ["secret"], False, everything, None, 100),
+        ops.ScanMemories(mind_b),
+        ops.ScanMemories(mind_b, everything, order="recent"),
+        ops.ScanActivation(mind_b, None, 100),
+        ops.CountMemories(mind_b),
+        ops.FindRelationships(mind_b),
+        ops.FindRelationships(mind_b, ids=[edge.id], memory_ids=[x.id]),
+        ops.ListEvents(mind_b),
+        ops.ListEvents(mind_b, memory_id=x.id, ids=[events[0].id]),
+        ops.ListAudit(mind_b),
+    ]
+    for op in reads:
+        assert read(storage, op) == [], type(op).__name__
+    assert read(storage, ops.AuditHead(mind_b)) is None
+    assert read(storage, ops.IsEmpty(mind_b)) is True
+    # And mind a still sees all of its own.
+    assert len(read(storage, ops.GetMemories(mind_a, [x.id, y.id]))) == 2
+    assert len(search(storage, mind_a, ["secret"])) == 2
+
+
+def test_every_operation_of_the_contract_is_exercised_here() -> None:
+    """A new op joins the contract only with its tests in this file."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    operations = sorted(
+        name
+        for name, value in vars(ops).items()
+        if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
+    )
+    assert len(operations) == 20
+    untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
+    assert untested == []

@@ -1,0 +1,1379 @@
+"""The ``noema`` command line, as an external checker drives it.
+
+Most tests call ``noema.cli.run`` in-process; a handful run the installed
+console script as a subprocess, with a controlled environment (HOME in the
+test's tmp directory, no ``NOEMA_*`` variables), for what only a real process
+shows: exit codes, environment variables, pipes, a terminal, the shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from noema.cli import run
+
+NOEMA = Path(sys.executable).parent / "noema"
+RECALL_KEYS = {
+    "id",
+    "content",
+    "kind",
+    "epistemic",
+    "status",
+    "key",
+    "score",
+    "components",
+    "conflicts",
+}
+MEMORY_KEYS = {"id", "content", "kind", "epistemic", "status", "key"}
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def err_line(self) -> str:
+        """The single line on stderr (asserting there is exactly one)."""
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, f"expected one stderr line, got {self.err!r}"
+        assert "Traceback" not in self.err
+        return lines[0]
+
+
+Cli = Callable[..., Result]
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No NOEMA_* variable from the caller's shell; HOME in tmp, so nothing leaks out."""
+    for name in list(os.environ):
+        if name.startswith("NOEMA_"):
+            monkeypatch.delenv(name)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+@pytest.fixture
+def noema(db: str, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Run the CLI in-process on the test's database: ``noema("stats", "--json", mind="a")``."""
+
+    def _run(*argv: str, mind: str | None = None, db_url: str | None = None) -> Result:
+        capsys.readouterr()  # drop anything earlier
+        head = ["--db", db_url or db] + (["--mind", mind] if mind else [])
+        code = run([*head, *argv])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return _run
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a subprocess: HOME in tmp, no XDG_DATA_HOME, no NOEMA_*."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NOEMA_")}
+    clean.pop("XDG_DATA_HOME", None)
+    clean["HOME"] = str(tmp_path)
+    return clean
+
+
+def proc(
+    *argv: str, env: dict[str, str], input: str | bytes | None = None, text: bool = True
+) -> subprocess.CompletedProcess[Any]:
+    """Run the installed console script."""
+    return subprocess.run(
+        [str(NOEMA), *argv],
+        env=env,
+        input=input,
+        capture_output=True,
+        text=text,
+        timeout=60,
+        check=False,
+    )
+
+
+def remember(noema: Cli, text: str, *options: str, mind: str | None = None) -> dict[str, Any]:
+    result = noema("remember", text, *options, "--json", mind=mind)
+    assert result.code == 0, result.err
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def show(noema: Cli, memory_id: str, *, mind: str | None = None) -> dict[str, Any]:
+    result = noema("memory", "show", memory_id, "--json", mind=mind)
+    assert result.code == 0, result.err
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def total(noema: Cli, *, mind: str | None = None) -> int:
+    result = noema("stats", "--json", mind=mind)
+    assert result.code == 0, result.err
+    return int(result.json()["total"])
+
+
+def recall(
+    noema: Cli, query: str, *options: str, mind: str | None = None, db_url: str | None = None
+) -> list[dict[str, Any]]:
+    result = noema("recall", query, *options, "--json", mind=mind, db_url=db_url)
+    assert result.code == 0, result.err
+    data: list[dict[str, Any]] = result.json()
+    return data
+
+
+def assert_usage_error(result: Result, *needles: str) -> str:
+    """Exit 2, nothing on stdout, exactly one line on stderr mentioning every needle."""
+    assert result.code == 2, (result.code, result.out, result.err)
+    assert result.out == ""
+    line = result.err_line()
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+@contextlib.contextmanager
+def sqlite_file(path: Path) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- remember
+
+
+def test_remember_prints_the_memory(noema: Cli) -> None:
+    result = noema("remember", "Alice likes green tea")
+    assert result.code == 0, result.err
+    assert "Alice likes green tea" in result.out
+    assert "semantic/claim" in result.out
+    assert total(noema) == 1
+
+
+def test_remember_json_with_every_option(noema: Cli) -> None:
+    options = (
+        "--kind episodic --epistemic observation --channel operator --key deploy.time "
+        "--importance 0.9 --confidence 0.95 --valid-from 2024-01-02T03:04:05Z "
+        "--at 2024-02-01T00:00:00+00:00 --tag ops --tag deploy"
+    )
+    data = remember(noema, "  The deploy ran at dawn  ", *options.split())
+    assert set(data) >= MEMORY_KEYS
+    assert data["content"] == "The deploy ran at dawn"
+    assert data["kind"] == "episodic"
+    assert data["epistemic"] == "observation"
+    assert data["channel"] == "operator"
+    assert data["status"] == "active"
+    assert data["key"] == "deploy.time"
+    assert data["importance"] == pytest.approx(0.9)
+    assert data["confidence"] == pytest.approx(0.95)
+    assert data["valid_from"] == "2024-01-02T03:04:05.000000Z"
+    assert data["recorded_at"] == "2024-02-01T00:00:00.000000Z"
+    assert data["tags"] == ["ops", "deploy"]
+    assert show(noema, data["id"])["content"] == "The deploy ran at dawn"
+
+
+def test_remember_json_defaults(noema: Cli) -> None:
+    data = remember(noema, "Bob prefers vim")
+    assert data["kind"] == "semantic"
+    assert data["epistemic"] == "claim"
+    assert data["status"] == "active"
+    assert data["key"] is None
+
+
+def test_remember_same_text_twice_reinforces(noema: Cli) -> None:
+    first = remember(noema, "water boils at 100 C")
+    second = remember(noema, "water boils at 100 C")
+    assert first["id"] == second["id"]
+    assert total(noema) == 1
+
+
+def test_remember_and_recall_json_via_console_script(env: dict[str, str], tmp_path: Path) -> None:
+    db = ["--db", f"sqlite:///{tmp_path / 'proc.db'}"]
+    done = proc(
+        *db, "remember", "Carol plays the cello", "--key", "carol.instrument", "--json", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    memory = json.loads(done.stdout)
+    assert set(memory) >= MEMORY_KEYS
+    assert memory["content"] == "Carol plays the cello"
+    assert memory["key"] == "carol.instrument"
+
+    done = proc(*db, "recall", "cello", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert [r["id"] for r in results] == [memory["id"]]
+    assert set(results[0]) >= RECALL_KEYS
+    assert math.isclose(sum(results[0]["components"].values()), results[0]["score"], abs_tol=1e-9)
+    assert not (tmp_path / ".local" / "share" / "noema").exists()  # --db was honoured
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--kind", "dream"], "--kind"),
+        (["--epistemic", "rumour"], "--epistemic"),
+        (["--channel", "pigeon"], "--channel"),
+        (["--importance", "1.5"], "importance"),
+        (["--importance", "lots"], "--importance"),
+        (["--confidence", "-0.1"], "confidence"),
+        (["--confidence", "0.1"], "confidence"),  # below the write policy
+        (["--valid-from", "last tuesday"], "valid_from"),
+        (["--at", "2024-13-45"], "at"),
+        (["--key", "   "], "key"),
+        (["--tag", ""], "tag"),
+    ],
+)
+def test_remember_bad_option_exits_2_and_writes_nothing(
+    noema: Cli, argv: list[str], needle: str
+) -> None:
+    remember(noema, "already here")
+    assert_usage_error(noema("remember", "a new thing", *argv), needle)
+    assert total(noema) == 1
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_remember_empty_text_exits_2(noema: Cli, text: str) -> None:
+    assert_usage_error(noema("remember", text), "content")
+    assert total(noema) == 0
+
+
+def test_remember_needs_text_or_file_not_both(noema: Cli, tmp_path: Path) -> None:
+    assert_usage_error(noema("remember"), "remember")
+    jsonl = tmp_path / "one.jsonl"
+    jsonl.write_text('{"content": "x"}\n', encoding="utf-8")
+    assert_usage_error(noema("remember", "text", "--file", str(jsonl)), "remember")
+    assert total(noema) == 0
+
+
+# ---------------------------------------------------------------- remember --file
+
+FULL_LINES = [
+    {
+        "content": "Dana moved to Lisbon",
+        "kind": "episodic",
+        "epistemic": "observation",
+        "channel": "tool",
+        "key": "dana.city",
+        "importance": 0.7,
+        "confidence": 0.9,
+        "valid_from": "2023-05-01T00:00:00Z",
+        "at": "2023-05-02T10:00:00Z",
+        "tags": ["dana", "travel"],
+    },
+    {
+        "content": "Espresso needs a fine grind",
+        "kind": "procedural",
+        "epistemic": "fact",
+        "channel": "source",
+        "key": None,
+        "importance": 0.2,
+        "confidence": 0.6,
+        "valid_from": "2020-01-01T00:00:00+02:00",
+        "at": "2021-01-01T00:00:00Z",
+        "tags": [],
+    },
+    {"content": "Minimal line with only content"},
+]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_remember_file_json_with_every_field(noema: Cli, tmp_path: Path) -> None:
+    jsonl = write_jsonl(tmp_path / "in.jsonl", FULL_LINES)
+    result = noema("remember", "--file", str(jsonl), "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert set(data) == {"count", "ids"}
+    assert data["count"] == 3
+    assert len(data["ids"]) == 3 and len(set(data["ids"])) == 3
+    assert result.err == ""  # no progress bar off a terminal
+
+    first, second, third = (show(noema, i) for i in data["ids"])
+    assert first["content"] == "Dana moved to Lisbon"
+    assert (first["kind"], first["epistemic"], first["channel"]) == (
+        "episodic",
+        "observation",
+        "tool",
+    )
+    assert first["key"] == "dana.city"
+    assert first["importance"] == pytest.approx(0.7)
+    assert first["confidence"] == pytest.approx(0.9)
+    assert first["valid_from"] == "2023-05-01T00:00:00.000000Z"
+    assert first["recorded_at"] == "2023-05-02T10:00:00.000000Z"
+    assert first["tags"] == ["dana", "travel"]
+    assert (second["kind"], second["epistemic"], second["channel"]) == (
+        "procedural",
+        "fact",
+        "source",
+    )
+    assert second["key"] is None
+    assert second["valid_from"] == "2019-12-31T22:00:00.000000Z"
+    assert (third["kind"], third["epistemic"], third["status"]) == ("semantic", "claim", "active")
+    assert total(noema) == 3
+
+
+def test_remember_file_plain(noema: Cli, tmp_path: Path) -> None:
+    jsonl = write_jsonl(tmp_path / "in.jsonl", FULL_LINES)
+    result = noema("remember", "--file", str(jsonl))
+    assert result.code == 0, result.err
+    assert "3" in result.out
+    assert total(noema) == 3
+
+
+def test_remember_file_keys_supersede_in_order(noema: Cli, tmp_path: Path) -> None:
+    rows = [
+        {"content": "Eve lives in Oslo", "key": "eve.city", "valid_from": "2020-01-01T00:00:00Z"},
+        {"content": "Eve lives in Rome", "key": "eve.city", "valid_from": "2022-01-01T00:00:00Z"},
+    ]
+    data = noema("remember", "--file", str(write_jsonl(tmp_path / "k.jsonl", rows)), "--json")
+    assert data.code == 0, data.err
+    oslo, rome = (show(noema, i) for i in data.json()["ids"])
+    assert (oslo["status"], rome["status"]) == ("superseded", "active")
+
+
+def test_remember_empty_file(noema: Cli, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    result = noema("remember", "--file", str(empty), "--json")
+    assert result.code == 0, result.err
+    assert result.json() == {"count": 0, "ids": []}
+
+
+GOOD = b'{"content": "good line"}'
+BAD_LINES = {
+    "bad enum": b'{"content": "x", "kind": "dream"}',
+    "bad epistemic": b'{"content": "x", "epistemic": "rumour"}',
+    "bad JSON": b'{"content": "x",',
+    "invalid UTF-8": b'{"content": "caf\xe9"}',
+    "missing content": b'{"kind": "semantic"}',
+    "not an object": b'["content", "x"]',
+    "unknown field": b'{"content": "x", "colour": "red"}',
+    "bad importance": b'{"content": "x", "importance": 2}',
+    "bad date": b'{"content": "x", "valid_from": "yesterday"}',
+    "tags a string": b'{"content": "x", "tags": "a,b"}',
+    "below policy": b'{"content": "x", "confidence": 0.05}',
+    "NUL in content": b'{"content": "a\\u0000b"}',
+    "lone surrogate": b'{"content": "a\\ud800b"}',
+    "UTF-8 BOM": b'\xef\xbb\xbf{"content": "x"}',
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_LINES.values()), ids=list(BAD_LINES))
+def test_remember_file_bad_line_exits_2_writes_nothing(
+    noema: Cli, tmp_path: Path, bad: bytes
+) -> None:
+    remember(noema, "already here")
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_bytes(GOOD + b"\n" + bad + b"\n" + b'{"content": "third"}\n')
+    for extra in ([], ["--json"]):
+        assert_usage_error(noema("remember", "--file", str(jsonl), *extra), "line 2")
+    assert total(noema) == 1
+
+
+def test_remember_file_bad_line_late_in_a_big_file(noema: Cli, tmp_path: Path) -> None:
+    rows = [json.dumps({"content": f"fact number {i}"}).encode() for i in range(1, 300)]
+    rows.append(b'{"content": "x", "kind": "nope"}')
+    jsonl = tmp_path / "big.jsonl"
+    jsonl.write_bytes(b"\n".join(rows) + b"\n")
+    assert_usage_error(noema("remember", "--file", str(jsonl)), "line 300")
+    assert total(noema) == 0
+
+
+def test_remember_file_missing_exits_2(noema: Cli, tmp_path: Path) -> None:
+    assert_usage_error(noema("remember", "--file", str(tmp_path / "nope.jsonl")), "nope.jsonl")
+
+
+def test_remember_file_progress_bar_on_a_terminal(env: dict[str, str], tmp_path: Path) -> None:
+    """On a terminal, stderr shows a progress bar advancing batch by batch."""
+    config = tmp_path / "noema.toml"
+    config.write_text("[memory]\nbatch_size = 2\n", encoding="utf-8")
+    env = {**env, "NOEMA_CONFIG": str(config)}
+    jsonl = write_jsonl(tmp_path / "five.jsonl", [{"content": f"item {i}"} for i in range(5)])
+    master, slave = os.openpty()
+    try:
+        done = subprocess.run(
+            [
+                str(NOEMA),
+                "--db",
+                f"sqlite:///{tmp_path / 'p.db'}",
+                "remember",
+                "--file",
+                str(jsonl),
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            timeout=60,
+            check=False,
+        )
+        os.close(slave)
+        slave = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO once the terminal has no writer left
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+        if slave != -1:
+            os.close(slave)
+    bar = b"".join(chunks).decode("utf-8", "replace")
+    assert done.returncode == 0, bar
+    assert json.loads(done.stdout)["count"] == 5
+    assert "2/5" in bar and "4/5" in bar and "5/5" in bar, bar
+
+
+# ---------------------------------------------------------------- recall
+
+
+def test_recall_json_keys_and_components_sum_to_score(noema: Cli) -> None:
+    a = remember(noema, "Frank drinks black coffee", "--key", "frank.drink")
+    remember(noema, "Frank owns a red bicycle", "--importance", "0.9")
+    remember(noema, "Unrelated note about gardening")
+    results = recall(noema, "Frank coffee")
+    assert results, "nothing recalled"
+    assert results[0]["id"] == a["id"]
+    for r in results:
+        assert set(r) >= RECALL_KEYS
+        assert isinstance(r["components"], dict) and r["components"]
+        assert all(isinstance(v, float | int) for v in r["components"].values())
+        assert math.isclose(sum(r["components"].values()), r["score"], abs_tol=1e-9)
+        assert isinstance(r["conflicts"], list)
+        assert r["status"] == "active"
+    assert results[0]["key"] == "frank.drink"
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+
+def test_recall_plain(noema: Cli) -> None:
+    m = remember(noema, "Grace speaks Japanese")
+    result = noema("recall", "Japanese")
+    assert result.code == 0, result.err
+    assert "Grace speaks Japanese" in result.out
+    assert m["id"] in result.out
+    empty = noema("recall", "xylophone")
+    assert empty.code == 0
+    assert "nothing recalled" in empty.out
+    assert recall(noema, "xylophone") == []
+
+
+def test_recall_limit(noema: Cli) -> None:
+    for i in range(5):
+        remember(noema, f"harbour log entry {i}")
+    assert len(recall(noema, "harbour", "--limit", "2")) == 2
+    assert len(recall(noema, "harbour")) == 5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--limit", "0"],
+        ["--limit", "ten"],
+        ["--as-of", "not a date"],
+        ["--kind", "dream"],
+    ],
+)
+def test_recall_bad_option_exits_2(noema: Cli, argv: list[str]) -> None:
+    remember(noema, "harbour log")
+    assert_usage_error(noema("recall", "harbour", *argv))
+
+
+def test_recall_conflicts_lists_ids(noema: Cli) -> None:
+    a = remember(noema, "The meeting is on Monday")
+    b = remember(noema, "The meeting is on Friday")
+    result = noema("memory", "relate", a["id"], "contradicts", b["id"])
+    assert result.code == 0, result.err
+    by_id = {r["id"]: r for r in recall(noema, "meeting")}
+    assert by_id[a["id"]]["conflicts"] == [b["id"]]
+    assert by_id[b["id"]]["conflicts"] == [a["id"]]
+
+
+def test_recall_as_of_returns_the_superseded_value(noema: Cli) -> None:
+    paris = remember(
+        noema,
+        "Alice lives in Paris",
+        "--key",
+        "alice.city",
+        "--valid-from",
+        "2020-01-01T00:00:00Z",
+        "--at",
+        "2020-01-01T00:00:00Z",
+    )
+    berlin = remember(
+        noema,
+        "Alice lives in Berlin",
+        "--key",
+        "alice.city",
+        "--valid-from",
+        "2023-01-01T00:00:00Z",
+        "--at",
+        "2023-01-01T00:00:00Z",
+    )
+    assert show(noema, paris["id"])["status"] == "superseded"
+
+    now = recall(noema, "Alice lives")
+    assert [r["id"] for r in now] == [berlin["id"]]
+
+    then = recall(noema, "Alice lives", "--as-of", "2021-06-01T00:00:00Z")
+    assert [r["id"] for r in then] == [paris["id"]]
+    assert then[0]["content"] == "Alice lives in Paris"
+    assert then[0]["status"] == "superseded"
+    assert then[0]["key"] == "alice.city"
+
+    later = recall(noema, "Alice lives", "--as-of", "2024-01-01T00:00:00Z")
+    assert [r["id"] for r in later] == [berlin["id"]]
+    assert recall(noema, "Alice lives", "--as-of", "2019-01-01T00:00:00Z") == []
+
+
+def test_recall_kind_repeated(noema: Cli) -> None:
+    ids = {
+        kind: remember(noema, f"orchard {kind} memory", "--kind", kind)["id"]
+        for kind in ("episodic", "semantic", "procedural", "autobiographical")
+    }
+    results = recall(noema, "orchard", "--kind", "episodic", "--kind", "procedural")
+    assert {r["kind"] for r in results} == {"episodic", "procedural"}
+    assert {r["id"] for r in results} == {ids["episodic"], ids["procedural"]}
+    only = recall(noema, "orchard", "--kind", "semantic")
+    assert [r["id"] for r in only] == [ids["semantic"]]
+    assert len(recall(noema, "orchard")) == 4
+
+
+def test_recall_peek_leaves_access_count_unchanged(noema: Cli) -> None:
+    m = remember(noema, "Heidi keeps bees")
+    assert show(noema, m["id"])["access_count"] == 0
+    for _ in range(2):
+        assert [r["id"] for r in recall(noema, "bees", "--peek")] == [m["id"]]
+    peeked = show(noema, m["id"])
+    assert peeked["access_count"] == 0
+    assert peeked["last_accessed"] is None
+    assert "memory_retrieved" not in {e["kind"] for e in peeked["events"]}
+    plain_peek = noema("recall", "bees", "--peek")
+    assert plain_peek.code == 0 and "Heidi keeps bees" in plain_peek.out
+    assert show(noema, m["id"])["access_count"] == 0
+
+    recall(noema, "bees")
+    recalled = show(noema, m["id"])
+    assert recalled["access_count"] == 1
+    assert recalled["last_accessed"] is not None
+    assert "memory_retrieved" in {e["kind"] for e in recalled["events"]}
+
+
+def test_recall_excludes_retracted(noema: Cli) -> None:
+    m = remember(noema, "Ivan is allergic to nuts")
+    assert noema("memory", "retract", m["id"], "--reason", "he is not").code == 0
+    assert recall(noema, "allergic nuts") == []
+
+
+# ---------------------------------------------------------------- minds
+
+
+def test_mind_isolation(noema: Cli) -> None:
+    a = remember(noema, "Judy's password hint is 'lighthouse'", mind="alpha")
+    remember(noema, "The lighthouse is white", mind="beta")
+    assert [r["id"] for r in recall(noema, "lighthouse", mind="alpha")] == [a["id"]]
+    assert [r["content"] for r in recall(noema, "lighthouse", mind="beta")] == [
+        "The lighthouse is white"
+    ]
+    assert recall(noema, "lighthouse") == []  # the default mind
+    assert (total(noema, mind="alpha"), total(noema, mind="beta"), total(noema)) == (1, 1, 0)
+    stats = noema("stats", "--json", mind="alpha").json()
+    assert stats["mind"] == "alpha"
+    assert_usage_error(noema("memory", "show", a["id"], mind="beta"), a["id"])
+    assert show(noema, a["id"], mind="alpha")["id"] == a["id"]
+
+
+def test_bad_mind_name_exits_2(noema: Cli) -> None:
+    assert_usage_error(noema("stats", mind="   "), "mind")
+
+
+# ---------------------------------------------------------------- memory show / retract
+
+
+def test_memory_show_plain_and_json(noema: Cli) -> None:
+    a = remember(noema, "Karl wrote the parser", "--tag", "code")
+    b = remember(noema, "The parser is fast")
+    assert noema("memory", "relate", b["id"], "refers_to", a["id"]).code == 0
+
+    data = show(noema, a["id"])
+    assert set(data) >= MEMORY_KEYS | {"relationships", "events"}
+    assert data["id"] == a["id"] and data["content"] == "Karl wrote the parser"
+    assert data["tags"] == ["code"]
+    assert [(e["src"], e["relation"], e["dst"]) for e in data["relationships"]] == [
+        (b["id"], "refers_to", a["id"])
+    ]
+    assert "memory_created" in [e["kind"] for e in data["events"]]
+
+    plain = noema("memory", "show", a["id"])
+    assert plain.code == 0, plain.err
+    assert a["id"] in plain.out and "Karl wrote the parser" in plain.out
+    assert "refers_to" in plain.out
+    assert "memory_created" in plain.out
+
+
+def test_memory_show_unknown_id_exits_2(noema: Cli) -> None:
+    assert_usage_error(noema("memory", "show", "no-such-id"), "no-such-id")
+    assert_usage_error(noema("memory", "show", "no-such-id", "--json"), "no-such-id")
+
+
+def test_memory_retract(noema: Cli) -> None:
+    m = remember(noema, "Liam is 40 years old")
+    result = noema("memory", "retract", m["id"], "--reason", "he is 41")
+    assert result.code == 0, result.err
+    assert m["id"] in result.out
+    data = show(noema, m["id"])
+    assert data["status"] == "retracted"
+    assert data["content"] == "Liam is 40 years old"  # kept for provenance
+    assert "memory_retracted" in [e["kind"] for e in data["events"]]
+    stats = noema("stats", "--json").json()
+    assert stats["by_status"] == {"retracted": 1}
+
+    again = noema("memory", "retract", m["id"], "--reason", "twice")
+    assert_usage_error(again, m["id"])
+
+
+def test_memory_retract_json(noema: Cli) -> None:
+    m = remember(noema, "Mia owns a cat")
+    result = noema("memory", "retract", m["id"], "--reason", "it is a dog", "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert (data["id"], data["status"]) == (m["id"], "retracted")
+
+
+def test_memory_retract_without_reason_exits_2(noema: Cli) -> None:
+    m = remember(noema, "Noah likes jazz")
+    assert_usage_error(noema("memory", "retract", m["id"]), "--reason")
+    assert_usage_error(noema("memory", "retract", m["id"], "--reason", "   "), "reason")
+    assert show(noema, m["id"])["status"] == "active"
+    assert_usage_error(noema("memory", "retract", "no-such-id", "--reason", "x"), "no-such-id")
+
+
+# ---------------------------------------------------------------- memory relate
+
+
+def test_memory_relate_plain_and_json(noema: Cli) -> None:
+    a = remember(noema, "Olga studied chemistry")
+    b = remember(noema, "Olga works in a lab")
+    plain = noema("memory", "relate", a["id"], "supports", b["id"])
+    assert plain.code == 0, plain.err
+    assert "supports" in plain.out and a["id"] in plain.out and b["id"] in plain.out
+
+    c = remember(noema, "Labs need funding")
+    result = noema("memory", "relate", b["id"], "related_to", c["id"], "--json")
+    assert result.code == 0, result.err
+    edge = result.json()
+    assert (edge["src"], edge["relation"], edge["dst"], edge["status"]) == (
+        b["id"],
+        "related_to",
+        c["id"],
+        "active",
+    )
+    assert {e["relation"] for e in show(noema, b["id"])["relationships"]} == {
+        "supports",
+        "related_to",
+    }
+
+
+def test_memory_relate_supersedes(noema: Cli) -> None:
+    old = remember(noema, "The office is on floor 3")
+    new = remember(noema, "The office is on floor 5")
+    assert noema("memory", "relate", new["id"], "supersedes", old["id"]).code == 0
+    assert show(noema, old["id"])["status"] == "superseded"
+    assert show(noema, new["id"])["status"] == "active"
+
+
+def test_memory_relate_unknown_relation_exits_2(noema: Cli) -> None:
+    a = remember(noema, "Paul is tall")
+    b = remember(noema, "Paul plays basketball")
+    assert_usage_error(noema("memory", "relate", a["id"], "loves", b["id"]), "loves")
+    assert show(noema, a["id"])["relationships"] == []
+
+
+@pytest.mark.parametrize("case", ["unknown src", "unknown dst", "itself"])
+def test_memory_relate_bad_ids_exit_2(noema: Cli, case: str) -> None:
+    a = remember(noema, "Quinn bakes bread")
+    src, dst = {
+        "unknown src": ("no-such-id", a["id"]),
+        "unknown dst": (a["id"], "no-such-id"),
+        "itself": (a["id"], a["id"]),
+    }[case]
+    assert_usage_error(noema("memory", "relate", src, "related_to", dst))
+    assert show(noema, a["id"])["relationships"] == []
+
+
+def test_memory_relate_across_minds_exits_2(noema: Cli) -> None:
+    a = remember(noema, "Rosa sings", mind="alpha")
+    b = remember(noema, "Rosa sings opera", mind="beta")
+    assert_usage_error(
+        noema("memory", "relate", a["id"], "related_to", b["id"], mind="alpha"), b["id"]
+    )
+    assert_usage_error(
+        noema("memory", "relate", a["id"], "related_to", b["id"], mind="beta"), a["id"]
+    )
+    assert show(noema, a["id"], mind="alpha")["relationships"] == []
+    assert show(noema, b["id"], mind="beta")["relationships"] == []
+
+
+def test_approve_across_minds_exits_2(noema: Cli) -> None:
+    a = remember(noema, "Rosa sings", mind="alpha")
+    b = remember(noema, "Rosa is a singer", mind="alpha")
+    edge = noema("memory", "relate", a["id"], "same_as", b["id"], "--json", mind="alpha").json()
+    assert_usage_error(noema("memory", "approve", edge["id"], mind="beta"), edge["id"])
+    assert_usage_error(noema("memory", "reject", edge["id"], mind="beta"), edge["id"])
+    assert noema("memory", "proposals", "--json", mind="beta").json() == []
+    assert [p["id"] for p in noema("memory", "proposals", "--json", mind="alpha").json()] == [
+        edge["id"]
+    ]
+
+
+def test_memory_relate_temporal_order_exits_2(noema: Cli) -> None:
+    early = remember(noema, "The storm hit", "--valid-from", "2024-01-01T00:00:00Z")
+    late = remember(noema, "The roof leaked", "--valid-from", "2024-01-02T00:00:00Z")
+    assert_usage_error(noema("memory", "relate", late["id"], "causes", early["id"]))
+    assert noema("memory", "relate", early["id"], "causes", late["id"]).code == 0
+
+
+# ---------------------------------------------------------------- proposals
+
+
+def test_same_as_proposal_approve(noema: Cli) -> None:
+    a = remember(noema, "Sam's birthday is May 3")
+    b = remember(noema, "Sam was born on the third of May")
+    staged = noema("memory", "relate", a["id"], "same_as", b["id"], "--json")
+    assert staged.code == 0, staged.err
+    edge = staged.json()
+    assert edge["status"] == "proposed"
+
+    listed = noema("memory", "proposals", "--json")
+    assert listed.code == 0, listed.err
+    proposals = listed.json()
+    assert [(p["id"], p["src"], p["relation"], p["dst"], p["status"]) for p in proposals] == [
+        (edge["id"], a["id"], "same_as", b["id"], "proposed")
+    ]
+    plain = noema("memory", "proposals")
+    assert plain.code == 0 and edge["id"] in plain.out
+
+    approved = noema("memory", "approve", edge["id"])
+    assert approved.code == 0, approved.err
+    assert "approved" in approved.out and edge["id"] in approved.out
+    assert show(noema, a["id"])["status"] == "archived"
+    assert show(noema, b["id"])["status"] == "active"
+    assert noema("memory", "proposals", "--json").json() == []
+    assert "no pending proposals" in noema("memory", "proposals").out
+    [active] = show(noema, a["id"])["relationships"]
+    assert (active["relation"], active["status"]) == ("same_as", "active")
+
+    assert_usage_error(noema("memory", "approve", edge["id"]), edge["id"])  # decided already
+    assert_usage_error(noema("memory", "reject", edge["id"]), edge["id"])
+
+
+def test_same_as_proposal_reject(noema: Cli) -> None:
+    a = remember(noema, "Tom drives a Volvo")
+    b = remember(noema, "Tom's car is Swedish")
+    edge = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
+    result = noema("memory", "reject", edge["id"], "--json")
+    assert result.code == 0, result.err
+    decided = result.json()
+    assert (decided["id"], decided["status"]) == (edge["id"], "rejected")
+    assert decided["decided_at"] is not None
+    assert show(noema, a["id"])["status"] == "active"
+    assert show(noema, b["id"])["status"] == "active"
+    assert noema("memory", "proposals", "--json").json() == []
+
+
+def test_approve_json_and_reject_plain(noema: Cli) -> None:
+    a, b, c = (remember(noema, f"Uma fact {n}") for n in ("one", "two", "three"))
+    e1 = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
+    e2 = noema("memory", "relate", c["id"], "same_as", b["id"], "--json").json()
+    assert len(noema("memory", "proposals", "--json").json()) == 2
+    approved = noema("memory", "approve", e1["id"], "--json")
+    assert approved.code == 0 and approved.json()["status"] == "active"
+    rejected = noema("memory", "reject", e2["id"])
+    assert rejected.code == 0 and "rejected" in rejected.out
+
+
+def test_approve_reject_unknown_exit_2(noema: Cli) -> None:
+    a = remember(noema, "Vera paints")
+    b = remember(noema, "Vera is a painter")
+    plain_edge = noema("memory", "relate", a["id"], "supports", b["id"], "--json").json()
+    assert_usage_error(noema("memory", "approve", "no-such-id"), "no-such-id")
+    assert_usage_error(noema("memory", "reject", "no-such-id"), "no-such-id")
+    assert_usage_error(noema("memory", "approve", plain_edge["id"]), plain_edge["id"])
+
+
+# ---------------------------------------------------------------- decay, stats
+
+
+def test_decay_plain_and_json(noema: Cli) -> None:
+    remember(noema, "Walt collects stamps", "--at", "2020-01-01T00:00:00Z")
+    remember(noema, "Xena runs marathons")
+    result = noema("decay")
+    assert result.code == 0, result.err
+    assert "decayed" in result.out
+    data = noema("decay", "--json")
+    assert data.code == 0, data.err
+    report = data.json()
+    assert report["scanned"] >= report["decayed"] >= 0
+    assert total(noema) == 2  # decay never deletes
+
+
+def test_stats_json_counts_by_kind_and_status(noema: Cli) -> None:
+    assert noema("stats", "--json").json() == {
+        "mind": "default",
+        "total": 0,
+        "by_kind": {},
+        "by_status": {},
+    }
+    remember(noema, "Yuri fact A", "--kind", "episodic")
+    remember(noema, "Yuri fact B", "--kind", "episodic", "--key", "yuri.x")
+    remember(noema, "Yuri fact C", "--kind", "episodic", "--key", "yuri.x")
+    d = remember(noema, "Yuri fact D", "--kind", "procedural")
+    noema("memory", "retract", d["id"], "--reason", "wrong")
+    stats = noema("stats", "--json").json()
+    assert stats["total"] == 4
+    assert stats["by_kind"] == {"episodic": 3, "procedural": 1}
+    assert stats["by_status"] == {"active": 2, "superseded": 1, "retracted": 1}
+
+    plain = noema("stats")
+    assert plain.code == 0, plain.err
+    assert "4" in plain.out and "episodic" in plain.out and "superseded" in plain.out
+
+
+# ---------------------------------------------------------------- verify
+
+
+def test_verify_intact_plain_and_json(noema: Cli) -> None:
+    assert noema("verify").code == 0  # an empty mind verifies
+    a = remember(noema, "Zoe likes chess")
+    b = remember(noema, "Zoe plays online")
+    noema("memory", "relate", a["id"], "supports", b["id"])
+    recall(noema, "Zoe")
+    result = noema("verify")
+    assert result.code == 0, result.err
+    assert "intact" in result.out
+    data = noema("verify", "--json")
+    assert data.code == 0
+    report = data.json()
+    assert report["ok"] is True and report["problem"] is None
+    assert report["memories"] == 2 and report["entries"] == report["events"] > 0
+
+
+def test_verify_exit_codes_via_console_script(env: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "verify.db"
+    db = ["--db", f"sqlite:///{path}"]
+    ids = [
+        json.loads(proc(*db, "remember", text, "--json", env=env).stdout)["id"]
+        for text in ("first honest memory", "second honest memory")
+    ]
+    done = proc(*db, "verify", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "intact" in done.stdout
+
+    with sqlite_file(path) as conn:
+        conn.execute("UPDATE memories SET content = 'a forged memory' WHERE id = ?", (ids[1],))
+    done = proc(*db, "verify", env=env)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert ids[1] in lines[0]
+    assert ids[0] not in lines[0]
+
+
+@pytest.mark.parametrize("column", ["content", "kind", "key", "content and its hash"])
+def test_verify_tampered_memory_names_it(noema: Cli, db_path: Path, column: str) -> None:
+    a = remember(noema, "tamper target A", "--key", "tamper.a")
+    b = remember(noema, "tamper target B", "--key", "tamper.b")
+    # A memory with the forged content, in another mind, lends its valid content hash.
+    forged = remember(noema, "forged content", "--key", "tamper.b", mind="scratch")
+    update = {
+        "content": ("content = 'forged content'", ()),
+        "kind": ("kind = 'procedural'", ()),
+        "key": ("key = 'tamper.a'", ()),
+        "content and its hash": (
+            "content = 'forged content', content_hash = ?",
+            (forged["content_hash"],),
+        ),
+    }[column]
+    with sqlite_file(db_path) as conn:
+        conn.execute(f"UPDATE memories SET {update[0]} WHERE id = ?", (*update[1], b["id"]))
+    result = noema("verify")
+    assert result.code == 1
+    assert result.out == ""
+    line = result.err_line()
+    assert b["id"] in line and a["id"] not in line
+    report = noema("verify", "--json")
+    assert report.code == 1
+    assert b["id"] in report.json()["problem"]
+    assert noema("verify", mind="scratch").code == 0
+
+
+def test_verify_deleted_memory_fails(noema: Cli, db_path: Path) -> None:
+    remember(noema, "kept memory")
+    gone = remember(noema, "memory that will vanish")
+    with sqlite_file(db_path) as conn:
+        conn.execute("DELETE FROM memories WHERE id = ?", (gone["id"],))
+    result = noema("verify")
+    assert result.code == 1
+    assert gone["id"] in result.err_line()
+
+
+def test_verify_tampered_audit_names_the_entry(noema: Cli, db_path: Path) -> None:
+    for text in ("one", "two", "three"):
+        remember(noema, f"audit memory {text}")
+    with sqlite_file(db_path) as conn:
+        conn.execute("UPDATE audit SET action = 'memory_retracted' WHERE seq = 2")
+    result = noema("verify")
+    assert result.code == 1
+    assert result.out == ""
+    assert "audit entry 2" in result.err_line()
+    report = noema("verify", "--json")
+    assert report.code == 1
+    assert report.json()["ok"] is False
+    assert "audit entry 2" in report.json()["problem"]
+
+
+def test_verify_tampered_event_names_it(noema: Cli, db_path: Path) -> None:
+    remember(noema, "event memory one")
+    remember(noema, "event memory two")
+    with sqlite_file(db_path) as conn:
+        (event_id,) = conn.execute("SELECT id FROM events ORDER BY seq LIMIT 1 OFFSET 1").fetchone()
+        conn.execute("UPDATE events SET payload = '{}' WHERE id = ?", (event_id,))
+    result = noema("verify")
+    assert result.code == 1
+    assert event_id in result.err_line()
+
+
+def test_verify_deleted_event_fails(noema: Cli, db_path: Path) -> None:
+    remember(noema, "deleted event one")
+    remember(noema, "deleted event two")
+    with sqlite_file(db_path) as conn:
+        conn.execute("DELETE FROM events WHERE seq = (SELECT max(seq) FROM events)")
+    result = noema("verify")
+    assert result.code == 1
+    result.err_line()
+
+
+def test_verify_other_mind_untouched_by_tampering(noema: Cli, db_path: Path) -> None:
+    remember(noema, "alpha memory", mind="alpha")
+    b = remember(noema, "beta memory", mind="beta")
+    with sqlite_file(db_path) as conn:
+        conn.execute("UPDATE memories SET content = 'forged' WHERE id = ?", (b["id"],))
+    assert noema("verify", mind="alpha").code == 0
+    assert noema("verify", mind="beta").code == 1
+
+
+# ---------------------------------------------------------------- export / import
+
+
+def populate(noema: Cli, *, mind: str | None = None) -> None:
+    a = remember(noema, "Export: Ada invented programs", "--kind", "semantic", mind=mind)
+    b = remember(noema, "Export: Ada worked with Babbage", "--tag", "history", mind=mind)
+    remember(
+        noema,
+        "Export: city is Turin",
+        "--key",
+        "export.city",
+        "--valid-from",
+        "2020-01-01T00:00:00Z",
+        mind=mind,
+    )
+    remember(
+        noema,
+        "Export: city is London",
+        "--key",
+        "export.city",
+        "--valid-from",
+        "2021-01-01T00:00:00Z",
+        mind=mind,
+    )
+    c = remember(noema, "Export: a wrong fact", mind=mind)
+    d = remember(noema, "Export: Ada Lovelace wrote notes", mind=mind)
+    for argv in (
+        ("memory", "relate", a["id"], "supports", b["id"]),
+        ("memory", "relate", b["id"], "contradicts", c["id"]),
+        ("memory", "retract", c["id"], "--reason", "not true"),
+    ):
+        assert noema(*argv, mind=mind).code == 0
+    edge = noema("memory", "relate", d["id"], "same_as", a["id"], "--json", mind=mind).json()
+    assert noema("memory", "approve", edge["id"], mind=mind).code == 0
+    recall(noema, "Ada", mind=mind)
+
+
+def test_export_to_stdout_and_file(noema: Cli, tmp_path: Path) -> None:
+    populate(noema)
+    out = noema("export")
+    assert out.code == 0, out.err
+    target = tmp_path / "dump.jsonl"
+    written = noema("export", str(target))
+    assert written.code == 0, written.err
+    assert written.out == ""
+    assert str(target) in written.err
+    text = target.read_text(encoding="utf-8")
+    assert text == out.out
+    assert noema("export", "-").out == text
+
+    records = [json.loads(line) for line in text.splitlines()]
+    assert records[0]["type"] == "header"
+    types = [r["type"] for r in records[1:]]
+    assert {"memory", "relationship", "event", "audit"} <= set(types)
+    assert types == sorted(types, key=["memory", "relationship", "event", "audit"].index)
+    assert types.count("memory") == 6
+    assert types.count("relationship") == 4  # supports, contradicts, supersedes, same_as
+    assert types.count("event") == types.count("audit")
+    assert text.endswith("\n") and "\r" not in text
+
+
+def test_export_to_a_directory_exits_2(noema: Cli, tmp_path: Path) -> None:
+    remember(noema, "something")
+    assert_usage_error(noema("export", str(tmp_path)), str(tmp_path))
+
+
+def test_import_round_trip_is_exact(noema: Cli, tmp_path: Path) -> None:
+    populate(noema, mind="source")
+    dump = tmp_path / "source.jsonl"
+    assert noema("export", str(dump), mind="source").code == 0
+
+    result = noema("import", str(dump), "--json", mind="copy")
+    assert result.code == 0, result.err
+    counts = result.json()
+    assert counts["memories"] == 6 and counts["relationships"] == 4
+    again = tmp_path / "copy.jsonl"
+    assert noema("export", str(again), mind="copy").code == 0
+    assert again.read_bytes() == dump.read_bytes()
+
+    # ...and into another database altogether, with plain output.
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    plain = noema("import", str(dump), db_url=other)
+    assert plain.code == 0, plain.err
+    assert "imported" in plain.out
+    assert noema("export", db_url=other).out.encode() == dump.read_bytes()
+    assert noema("verify", db_url=other).code == 0
+    assert (
+        noema("stats", "--json", db_url=other).json()["by_status"]
+        == noema("stats", "--json", mind="source").json()["by_status"]
+    )
+
+
+def test_imported_mind_keeps_working(noema: Cli, tmp_path: Path) -> None:
+    populate(noema, mind="source")
+    dump = tmp_path / "source.jsonl"
+    assert noema("export", str(dump), mind="source").code == 0
+    assert noema("import", str(dump), mind="copy").code == 0
+    source = {r["id"] for r in recall(noema, "Ada", "--peek", mind="source")}
+    assert {r["id"] for r in recall(noema, "Ada", mind="copy")} == source  # the text index too
+    city = recall(noema, "city", mind="copy")
+    assert [r["content"] for r in city] == ["Export: city is London"]
+    again = remember(noema, "Export: city is London", "--key", "export.city", mind="copy")
+    assert again["id"] == city[0]["id"]  # reinforced, not duplicated
+    newer = remember(
+        noema,
+        "Export: city is Paris",
+        "--key",
+        "export.city",
+        "--valid-from",
+        "2022-01-01T00:00:00Z",
+        mind="copy",
+    )
+    assert show(noema, city[0]["id"], mind="copy")["status"] == "superseded"
+    assert show(noema, newer["id"], mind="copy")["status"] == "active"
+    result = noema("verify", mind="copy")
+    assert result.code == 0, result.err
+    assert noema("verify", mind="source").code == 0
+
+
+def test_import_empty_mind_export_round_trips(noema: Cli, tmp_path: Path) -> None:
+    dump = tmp_path / "empty.jsonl"
+    assert noema("export", str(dump), mind="nothing").code == 0
+    assert noema("import", str(dump), mind="still-nothing").code == 0
+    assert noema("export", mind="still-nothing").out.encode() == dump.read_bytes()
+
+
+def test_import_into_non_empty_mind_exits_2(noema: Cli, tmp_path: Path) -> None:
+    populate(noema, mind="source")
+    dump = tmp_path / "source.jsonl"
+    assert noema("export", str(dump), mind="source").code == 0
+    remember(noema, "I was here first", mind="busy")
+    assert_usage_error(noema("import", str(dump), mind="busy"), "busy")
+    assert total(noema, mind="busy") == 1
+    # Into itself is non-empty too.
+    assert_usage_error(noema("import", str(dump), mind="source"))
+    assert total(noema, mind="source") == 6
+
+
+def _tamper_content(lines: list[str]) -> list[str]:
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record["type"] == "memory":
+            record["content"] = "forged"
+            lines[i] = json.dumps(record)
+            break
+    return lines
+
+
+def _drop_lone_memory(lines: list[str]) -> list[str]:
+    """Drop one memory and the relationship naming it; its events and audit stay."""
+    records = [json.loads(line) for line in lines]
+    [gone] = [r["id"] for r in records if r.get("content") == "Export: Ada Lovelace wrote notes"]
+    return [
+        line
+        for line, r in zip(lines, records, strict=True)
+        if not (r["type"] == "memory" and r["id"] == gone)
+        and not (r["type"] == "relationship" and gone in (r["src"], r["dst"]))
+    ]
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        pytest.param(lambda lines: lines[1:], id="no header"),
+        pytest.param(lambda lines: [*lines, "{not json"], id="bad JSON"),
+        pytest.param(lambda lines: [*lines, '{"type": "gremlin"}'], id="unknown type"),
+        pytest.param(_tamper_content, id="tampered content"),
+        pytest.param(
+            lambda lines: [ln for ln in lines if '"type":"audit"' not in ln], id="audit dropped"
+        ),
+        pytest.param(lambda lines: [], id="empty file"),
+        pytest.param(
+            lambda lines: [b"\xff".decode("latin-1") + ln for ln in lines], id="not an export"
+        ),
+        pytest.param(
+            _drop_lone_memory,
+            id="memory line dropped",
+        ),
+    ],
+)
+def test_import_bad_file_exits_2_writes_nothing(
+    noema: Cli, tmp_path: Path, mangle: Callable[[list[str]], list[str]]
+) -> None:
+    populate(noema, mind="source")
+    lines = noema("export", mind="source").out.splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(line + "\n" for line in mangle(lines)), encoding="utf-8")
+    assert_usage_error(noema("import", str(bad), mind="target"))
+    assert total(noema, mind="target") == 0
+    assert noema("export", mind="target").out.count("\n") == 1  # the header only
+
+
+def test_import_missing_file_exits_2(noema: Cli, tmp_path: Path) -> None:
+    assert_usage_error(noema("import", str(tmp_path / "absent.jsonl")), "absent.jsonl")
+
+
+def test_export_import_pipe_via_console_script(env: dict[str, str], tmp_path: Path) -> None:
+    first = ["--db", f"sqlite:///{tmp_path / 'first.db'}"]
+    second = ["--db", f"sqlite:///{tmp_path / 'second.db'}", "--mind", "restored"]
+    rows = [{"content": f"pipe memory {i}", "tags": ["pipe"]} for i in range(4)]
+    rows.append({"content": "pipe: café ünïcode ✓", "key": "pipe.key"})
+    rows.append({"content": "pipe: line\u2028separator, next\u0085line, form\x0cfeed"})
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
+    assert proc(*first, "remember", "--file", str(jsonl), env=env).returncode == 0
+    assert proc(*first, "recall", "pipe", env=env).returncode == 0
+
+    exported = proc(*first, "export", env=env, text=False)
+    assert exported.returncode == 0, exported.stderr
+    imported = proc(*second, "import", "-", env=env, input=exported.stdout, text=False)
+    assert imported.returncode == 0, imported.stderr
+    again = proc(*second, "export", env=env, text=False)
+    assert again.returncode == 0
+    assert again.stdout == exported.stdout
+    types = [json.loads(line)["type"] for line in exported.stdout.split(b"\n") if line]
+    assert types.count("memory") == 6
+    assert proc(*second, "verify", env=env).returncode == 0
+
+
+# ---------------------------------------------------------------- usage errors
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["frobnicate"],
+        [],
+        ["memory"],
+        ["memory", "frobnicate"],
+        ["recall"],
+        ["remember", "x", "--colour", "red"],
+        ["stats", "--db", "sqlite:///elsewhere.db"],  # global options go first
+    ],
+    ids=[
+        "unknown command",
+        "no command",
+        "no action",
+        "unknown action",
+        "no query",
+        "unknown option",
+        "global option after command",
+    ],
+)
+def test_usage_errors_exit_2_one_line(noema: Cli, argv: list[str]) -> None:
+    assert_usage_error(noema(*argv))
+
+
+def test_unknown_command_via_console_script(env: dict[str, str], tmp_path: Path) -> None:
+    done = proc("--db", f"sqlite:///{tmp_path / 'u.db'}", "frobnicate", env=env)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "frobnicate" in done.stderr
+
+
+def test_bad_database_url_exits_2(noema: Cli) -> None:
+    assert_usage_error(noema("stats", db_url="mysql://nowhere/db"))
+
+
+def test_database_url_naming_a_directory_exits_2(noema: Cli, tmp_path: Path) -> None:
+    assert_usage_error(noema("stats", db_url=f"sqlite:///{tmp_path}"), str(tmp_path))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["recall", "--help"]])
+def test_help_and_version_return_0(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert run(argv) == 0
+    assert "noema" in capsys.readouterr().out
+
+
+_NOT_JSONL = "this is not an export\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["remember", "x", "--importance", "3"], id="remember bad option"),
+        pytest.param(["remember", "--file", "{bad}"], id="remember bad file"),
+        pytest.param(["memory", "relate", "a", "loves", "b"], id="unknown relation"),
+        pytest.param(["frobnicate"], id="unknown command"),
+        *(
+            pytest.param(
+                argv,
+                id=name,
+            )
+            for name, argv in [
+                ("recall bad --as-of", ["recall", "q", "--as-of", "someday"]),
+                ("recall --limit 0", ["recall", "q", "--limit", "0"]),
+                ("import non-export", ["import", "{bad}"]),
+                ("retract blank reason", ["memory", "retract", "x", "--reason", " "]),
+            ]
+        ),
+    ],
+)
+def test_bad_input_on_a_fresh_database_creates_nothing(
+    noema: Cli, tmp_path: Path, argv: list[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(_NOT_JSONL, encoding="utf-8")
+    fresh = tmp_path / "fresh" / "noema.db"
+    argv = [str(bad) if a == "{bad}" else a for a in argv]
+    assert_usage_error(noema(*argv, db_url=f"sqlite:///{fresh}"))
+    assert not fresh.exists()
+
+
+# ---------------------------------------------------------------- environment, default location
+
+
+def test_env_database_url_and_mind(env: dict[str, str], tmp_path: Path, noema: Cli) -> None:
+    url = f"sqlite:///{tmp_path / 'from-env.db'}"
+    env = {**env, "NOEMA_DATABASE_URL": url, "NOEMA_MIND": "envmind"}
+    done = proc("remember", "set by the environment", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    memory = json.loads(done.stdout)
+
+    assert [r["id"] for r in recall(noema, "environment", mind="envmind", db_url=url)] == [
+        memory["id"]
+    ]
+    assert recall(noema, "environment", db_url=url) == []  # not in the default mind
+    assert not (tmp_path / ".local" / "share" / "noema").exists()
+
+    done = proc("stats", "--json", env=env)
+    assert json.loads(done.stdout)["mind"] == "envmind"
+    # Options beat the environment.
+    done = proc("--mind", "other", "stats", "--json", env=env)
+    assert json.loads(done.stdout) == {"mind": "other", "total": 0, "by_kind": {}, "by_status": {}}
+    other = f"sqlite:///{tmp_path / 'option.db'}"
+    done = proc("--db", other, "stats", "--json", env=env)
+    assert (json.loads(done.stdout)["mind"], json.loads(done.stdout)["total"]) == ("envmind", 0)
+    assert (tmp_path / "option.db").exists()
+
+
+def test_default_database_is_under_xdg_data_dir(env: dict[str, str], tmp_path: Path) -> None:
+    done = proc("remember", "where do I live", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".local" / "share" / "noema" / "noema.db").is_file()
+    done = proc("recall", "live", "--json", env=env)
+    assert [r["content"] for r in json.loads(done.stdout)] == ["where do I live"]
+
+
+def test_default_database_honours_xdg_data_home(env: dict[str, str], tmp_path: Path) -> None:
+    env = {**env, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    assert proc("remember", "xdg memory", env=env).returncode == 0
+    assert (tmp_path / "xdg" / "noema" / "noema.db").is_file()
+    assert not (tmp_path / ".local").exists()
+
+
+# ---------------------------------------------------------------- shell
+
+
+def test_shell_remember_and_recall(env: dict[str, str], tmp_path: Path) -> None:
+    done = proc(
+        "--db",
+        f"sqlite:///{tmp_path / 'shell.db'}",
+        "shell",
+        env=env,
+        input="remember hello\nrecall hello\nstats\nverify\nbogus\nquit\n",
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    lines = out.splitlines()
+    created = next(line for line in lines if "semantic/claim" in line)
+    memory_id = created.split("noema> ")[-1].split()[0]
+    assert out.count(memory_id) >= 2  # printed when remembered, again when recalled
+    assert "nothing recalled" not in out
+    assert any(line.strip().endswith("hello") and "1." in line for line in lines), out
+    assert "1 memories" in out
+    assert "audit chain intact" in out
+    assert "unknown command 'bogus'" in out
+    assert done.stderr == ""
+
+
+def test_shell_ends_at_end_of_input(env: dict[str, str], tmp_path: Path) -> None:
+    done = proc(
+        "--db", f"sqlite:///{tmp_path / 'eof.db'}", "shell", env=env, input="recall anything\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nothing recalled" in done.stdout
