@@ -210,7 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for size in args.sizes:
         out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.storage", "--one", str(size), "--batch", str(args.batch)],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.storage",
+                "--one",
+                str(size),
+                "--batch",
+                str(args.batch),
+            ],
             check=True,
             capture_output=True,
             text=True,
