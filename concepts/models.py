@@ -43,7 +43,10 @@ def to_utc(value: datetime) -> datetime:
     """Return ``value`` as an aware UTC datetime; a naive value is taken to be UTC."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("time is out of range once converted to UTC") from None
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]
@@ -81,6 +84,8 @@ def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"payload is not plain JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("payload is nested too deeply") from None
     _check_text(text, what="payload")
     if len(text) > MAX_PAYLOAD_CHARS:
         raise ValueError(f"payload is larger than {MAX_PAYLOAD_CHARS} characters as JSON")
@@ -296,6 +301,25 @@ class RecallFilters(BaseModel):
         if not value:
             raise ValueError("statuses is empty: name at least one status")
         return value
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return _check_plain_label(value, what="key", limit=MAX_KEY_CHARS)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_shape(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("tags must be a list of strings, not one string")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_check_plain_label(tag, what="tag", limit=MAX_TAG_CHARS) for tag in value)
 
 
 class RecallQuery(BaseModel):

@@ -185,6 +185,13 @@ class Mind:
         origin_event: str | None = None,
     ) -> Memory:
         """Remember one thing; identical active content is reinforced and returned instead."""
+        try:
+            built_links = tuple(
+                link if isinstance(link, Link) else Link(relation=link[0], target=link[1])
+                for link in links
+            )
+        except ValidationError as exc:
+            raise from_validation(exc, what="links:") from None
         item = _input(
             {
                 "content": content,
@@ -197,13 +204,10 @@ class Mind:
                 "salience": salience,
                 "valid_from": valid_from,
                 "at": at,
-                "tags": tuple(tags),
+                "tags": tags if isinstance(tags, str) else tuple(tags),
                 "payload": dict(payload or {}),
                 "summary": summary,
-                "links": tuple(
-                    link if isinstance(link, Link) else Link(relation=link[0], target=link[1])
-                    for link in links
-                ),
+                "links": built_links,
             }
         )
         return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
@@ -226,6 +230,7 @@ class Mind:
             for index, item in enumerate(items, start=1)
         ]
         self._reconciler.check_policy(inputs, force=force)
+        self._reconciler.check_links(inputs)
         size = batch_size or self.config.batch_size
         written: list[Memory] = []
         for start in range(0, len(inputs), size):

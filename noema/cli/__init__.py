@@ -179,6 +179,8 @@ def _read_jsonl(path: str) -> list[tuple[int, MemoryInput]]:
             fields = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path} line {number}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError):  # huge integers, absurd nesting
+            raise InvalidInput(f"{path} line {number}: JSON too large or too deep") from None
         if not isinstance(fields, dict):
             raise InvalidInput(f"{path} line {number}: expected a JSON object")
         try:

@@ -153,6 +153,26 @@ class Reconciler:
                     f"minimum {threshold} (force the write to keep it anyway)"
                 )
 
+    def check_links(self, items: Sequence[MemoryInput]) -> None:
+        """Refuse, before any write, links that the edge handlers would refuse.
+
+        Batched writes commit batch by batch; checking every link first keeps a
+        bad link in a late batch from leaving the earlier batches written.
+        """
+        targets = sorted({link.target for item in items for link in item.links})
+        if not targets:
+            return
+        with self.storage.transaction(write=False) as session:
+            now = self.clock.now()
+            found = {m.id: m for m in session.run(ops.GetMemories(self.mind.id, targets))}
+        for item in items:
+            for link in item.links:
+                target = found.get(link.target)
+                if target is None:
+                    raise NotFound(self._missing(link.target))
+                when = item.valid_from or item.at or now
+                _check_edge("the new memory", when, link.relation, target)
+
     # ------------------------------------------------------------ remember
 
     def remember(
@@ -404,14 +424,8 @@ class Reconciler:
         for edge in stored:
             if edge.src == src.id and edge.dst == dst.id:
                 return edge
-        if relation in _ORDERED and src.valid_from > dst.valid_from:
-            raise TemporalOrderError(
-                f"{src.id} cannot {relation.value.rstrip('s')} {dst.id}: it is later "
-                f"({src.valid_from.isoformat()} > {dst.valid_from.isoformat()})"
-            )
+        _check_edge(src.id, src.valid_from, relation, dst)
         if relation == Relation.SUPERSEDES:
-            if dst.status != Status.ACTIVE:
-                raise InvalidInput(f"cannot supersede memory {dst.id}: it is {dst.status.value}")
             before = len(edges)
             self._close(pending, log, edges, src, dst, now, reason="superseded explicitly")
             edges[before] = edges[before].model_copy(
@@ -593,3 +607,14 @@ class Reconciler:
                     },
                 )
         log.flush(session)
+
+
+def _check_edge(src: str, src_time: datetime, relation: Relation, dst: Memory) -> None:
+    """The refusals of the edge handlers that depend only on the two ends."""
+    if relation in _ORDERED and src_time > dst.valid_from:
+        raise TemporalOrderError(
+            f"{src} cannot {relation.value.rstrip('s')} {dst.id}: it is later "
+            f"({iso(src_time)} > {iso(dst.valid_from)})"
+        )
+    if relation == Relation.SUPERSEDES and dst.status != Status.ACTIVE:
+        raise InvalidInput(f"cannot supersede memory {dst.id}: it is {dst.status.value}")

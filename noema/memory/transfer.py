@@ -126,8 +126,14 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
             continue
         try:
             data = json.loads(text)
+            # Escapes can spell lone surrogates, which no store accepts.
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{where}: text is not valid Unicode (a lone surrogate)") from None
+        except (ValueError, RecursionError):  # huge integers, absurd nesting
+            raise InvalidInput(f"{where}: JSON too large or too deep") from None
         if not isinstance(data, dict):
             raise InvalidInput(f"{where}: expected a JSON object")
         kind = data.pop("type", None)

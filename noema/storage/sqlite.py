@@ -24,7 +24,7 @@ from concepts import (
     Status,
     trusted,
 )
-from noema.errors import ConfigError, MigrationError, StorageError
+from noema.errors import ConfigError, InvalidInput, MigrationError, StorageError
 from noema.storage import ops
 from noema.storage._sqlite_schema import MIGRATIONS
 
@@ -251,6 +251,9 @@ class _Session:
             return cast(R, handler(self._conn, op))
         except sqlite3.Error as exc:
             raise StorageError(f"SQLite failed on {type(op).__name__}: {exc}") from exc
+        except UnicodeEncodeError:
+            # Text no model checked (an id, a name) that cannot be stored as UTF-8.
+            raise InvalidInput("text is not valid Unicode (it holds a lone surrogate)") from None
 
 
 # The handlers: one per operation, each a plain function of (connection, op).
@@ -651,6 +654,8 @@ class SQLiteStorage:
             )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise ConfigError(f"database path {path!r} is not usable: {exc}") from None
         try:
             for pragma in (
                 "PRAGMA journal_mode = WAL",
