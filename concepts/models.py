@@ -12,7 +12,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from concepts.enums import (
     Channel,
@@ -79,6 +79,23 @@ def _check_plain_label(value: str, *, what: str, limit: int) -> str:
     return value
 
 
+def _not_one_string(value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError("tags must be a list of strings, not one string")
+    return value
+
+
+#: A subject key such as ``user.home_city``: printable, at most ``MAX_KEY_CHARS``.
+Key = Annotated[
+    str, AfterValidator(lambda v: _check_plain_label(v, what="key", limit=MAX_KEY_CHARS))
+]
+#: A tag: printable, at most ``MAX_TAG_CHARS``.
+Tag = Annotated[
+    str, AfterValidator(lambda v: _check_plain_label(v, what="tag", limit=MAX_TAG_CHARS))
+]
+Tags = Annotated[tuple[Tag, ...], BeforeValidator(_not_one_string)]
+
+
 def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
     try:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
@@ -111,9 +128,9 @@ class MemoryInput(BaseModel):
     kind: MemoryKind = MemoryKind.SEMANTIC
     epistemic: Epistemic = Epistemic.CLAIM
     channel: Channel = Channel.USER
-    key: str | None = None
+    key: Key | None = None
     summary: str | None = None
-    tags: tuple[str, ...] = ()
+    tags: Tags = ()
     payload: dict[str, Any] = Field(default_factory=dict)
     importance: Unit = 0.5
     confidence: Unit = 0.8
@@ -142,25 +159,10 @@ class MemoryInput(BaseModel):
             raise ValueError(f"summary is longer than {MAX_CONTENT_CHARS} characters")
         return value or None
 
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        return _check_plain_label(value, what="key", limit=MAX_KEY_CHARS)
-
-    @field_validator("tags", mode="before")
-    @classmethod
-    def _tags_shape(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError("tags must be a list of strings, not one string")
-        return value
-
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        tags = [_check_plain_label(tag, what="tag", limit=MAX_TAG_CHARS) for tag in value]
-        unique = tuple(dict.fromkeys(tags))
+        unique = tuple(dict.fromkeys(value))
         if len(unique) > MAX_TAGS:
             raise ValueError(f"more than {MAX_TAGS} tags")
         return unique
@@ -289,8 +291,8 @@ class RecallFilters(BaseModel):
     epistemics: tuple[Epistemic, ...] = ()
     statuses: tuple[Status, ...] = (Status.ACTIVE,)
     channels: tuple[Channel, ...] = ()
-    tags: tuple[str, ...] = ()
-    key: str | None = None
+    tags: Tags = ()
+    key: Key | None = None
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     min_confidence: Unit = 0.0
@@ -301,25 +303,6 @@ class RecallFilters(BaseModel):
         if not value:
             raise ValueError("statuses is empty: name at least one status")
         return value
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        return _check_plain_label(value, what="key", limit=MAX_KEY_CHARS)
-
-    @field_validator("tags", mode="before")
-    @classmethod
-    def _tags_shape(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError("tags must be a list of strings, not one string")
-        return value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_check_plain_label(tag, what="tag", limit=MAX_TAG_CHARS) for tag in value)
 
 
 class RecallQuery(BaseModel):
