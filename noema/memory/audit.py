@@ -51,14 +51,30 @@ def event_record(event: Event) -> dict[str, Any]:
     }
 
 
+# Fields are joined with the unit separator (0x1F), which none of them can hold:
+# ids, kinds and times are plain text and the payload is escaped JSON.
+_SEP = "\x1f"
+
+
 def event_digest(event: Event) -> str:
-    return hashlib.sha256(canonical(event_record(event)).encode("utf-8")).hexdigest()
+    """sha256 of what an export says of an event: id, kind, time, links, payload."""
+    text = _SEP.join(
+        (
+            event.id,
+            event.kind,
+            iso(event.at),
+            event.memory_id or "",
+            event.origin_event or "",
+            canonical(event.payload),
+        )
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def entry_hash(
     seq: int, prev_hash: str, event_id: str, action: str, at: datetime, digest: str
 ) -> str:
-    text = canonical([seq, prev_hash, event_id, action, iso(at), digest])
+    text = _SEP.join((str(seq), prev_hash, event_id, action, iso(at), digest))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
