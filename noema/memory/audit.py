@@ -13,6 +13,7 @@ what they logged; anchoring the head hash outside the database would.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +29,7 @@ __all__ = ["GENESIS", "VerifyReport", "chain", "event_digest", "iso", "verify_re
 GENESIS = "0" * 64
 
 
+@functools.lru_cache(maxsize=4096)  # a batch's events share one time
 def iso(value: datetime) -> str:
     """Canonical text of a time: UTC, microseconds, ``Z``."""
     if value.tzinfo is not UTC:
