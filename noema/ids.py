@@ -5,14 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import re
 from datetime import datetime
 
 from concepts import MemoryKind
 
 __all__ = ["content_hash", "new_id"]
 
-_SPACE = re.compile(r"\s+")
 
 
 # Ids need uniqueness, not secrecy: a generator seeded from the OS (and reseeded in
@@ -42,6 +40,6 @@ def content_hash(kind: MemoryKind | str, content: str, key: str | None) -> str:
     ``(mind_id, content_hash)`` index, so an exported mind imports byte-identically
     into any other mind.
     """
-    folded = _SPACE.sub(" ", content).strip()
+    folded = " ".join(content.split())
     text = f"{kind}\x1f{key or ''}\x1f{folded}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
