@@ -12,7 +12,6 @@ from concepts import MemoryKind
 __all__ = ["content_hash", "new_id"]
 
 
-
 # Ids need uniqueness, not secrecy: a generator seeded from the OS (and reseeded in
 # every forked child, which would otherwise repeat its parent's sequence) is ~10x
 # cheaper than a system call per id.

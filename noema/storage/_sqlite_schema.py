@@ -114,4 +114,22 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        2,
+        "workspace snapshots and job leases",
+        """
+        CREATE TABLE workspace_snapshots (
+            mind_id   TEXT PRIMARY KEY REFERENCES minds(id),
+            cycle     INTEGER NOT NULL,
+            saved_at  INTEGER NOT NULL,
+            data      TEXT NOT NULL
+        );
+
+        CREATE TABLE job_leases (
+            name        TEXT PRIMARY KEY,
+            holder      TEXT NOT NULL,
+            expires_at  INTEGER NOT NULL
+        );
+        """,
+    ),
 ]

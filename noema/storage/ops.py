@@ -221,3 +221,46 @@ class IsEmpty(Op[bool]):
     """True when the mind holds no memory, relationship, event or audit entry."""
 
     mind_id: str
+
+
+# ---------------------------------------------------------------- workspace and jobs
+
+
+@dataclass(frozen=True, slots=True)
+class SaveSnapshot(Op[None]):
+    """Replace a mind's workspace snapshot (JSON text) as of ``cycle``."""
+
+    mind_id: str
+    cycle: int
+    saved_at: datetime
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSnapshot(Op[tuple[int, str] | None]):
+    """``(cycle, data)`` of a mind's last workspace snapshot, if any."""
+
+    mind_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireLease(Op[bool]):
+    """Take the lease ``name`` for ``holder`` until ``expires_at``.
+
+    Succeeds when the lease is free, expired at ``now``, or already held by
+    ``holder`` (which renews it). The store-wide lock of a write session makes
+    the check and the take one step.
+    """
+
+    name: str
+    holder: str
+    now: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseLease(Op[None]):
+    """Give the lease ``name`` back, if ``holder`` holds it."""
+
+    name: str
+    holder: str

@@ -590,6 +590,37 @@ def _is_empty(conn: sqlite3.Connection, op: ops.IsEmpty) -> bool:
     return True
 
 
+def _save_snapshot(conn: sqlite3.Connection, op: ops.SaveSnapshot) -> None:
+    conn.execute(
+        "INSERT INTO workspace_snapshots (mind_id, cycle, saved_at, data) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (mind_id) DO UPDATE SET cycle = excluded.cycle, "
+        "saved_at = excluded.saved_at, data = excluded.data",
+        (op.mind_id, op.cycle, to_micros(op.saved_at), op.data),
+    )
+
+
+def _load_snapshot(conn: sqlite3.Connection, op: ops.LoadSnapshot) -> tuple[int, str] | None:
+    row = conn.execute(
+        "SELECT cycle, data FROM workspace_snapshots WHERE mind_id = ?", (op.mind_id,)
+    ).fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def _acquire_lease(conn: sqlite3.Connection, op: ops.AcquireLease) -> bool:
+    cursor = conn.execute(
+        "INSERT INTO job_leases (name, holder, expires_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+        "expires_at = excluded.expires_at "
+        "WHERE job_leases.holder = excluded.holder OR job_leases.expires_at <= ?",
+        (op.name, op.holder, to_micros(op.expires_at), to_micros(op.now)),
+    )
+    return cursor.rowcount == 1
+
+
+def _release_lease(conn: sqlite3.Connection, op: ops.ReleaseLease) -> None:
+    conn.execute("DELETE FROM job_leases WHERE name = ? AND holder = ?", (op.name, op.holder))
+
+
 _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.EnsureMind: _ensure_mind,
     ops.ListMinds: _list_minds,
@@ -611,6 +642,10 @@ _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.AppendAudit: _append_audit,
     ops.ListAudit: _list_audit,
     ops.IsEmpty: _is_empty,
+    ops.SaveSnapshot: _save_snapshot,
+    ops.LoadSnapshot: _load_snapshot,
+    ops.AcquireLease: _acquire_lease,
+    ops.ReleaseLease: _release_lease,
 }
 _WRITE_OPS = frozenset(
     {
@@ -621,6 +656,9 @@ _WRITE_OPS = frozenset(
         ops.SetRelationshipStatus,
         ops.AppendEvents,
         ops.AppendAudit,
+        ops.SaveSnapshot,
+        ops.AcquireLease,
+        ops.ReleaseLease,
     }
 )
 

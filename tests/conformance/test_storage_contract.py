@@ -897,6 +897,9 @@ def _write_ops(mind_id: str, memory: Memory, edge: Relationship) -> list[ops.Op[
         ops.SetRelationshipStatus(mind_id, edge.id, RelationStatus.REJECTED, T0),
         ops.AppendEvents([event]),
         ops.AppendAudit(mind_id, chain(None, [event])),
+        ops.SaveSnapshot(mind_id, 1, T0, "{}"),
+        ops.AcquireLease("job", "holder", T0, T0 + DAY),
+        ops.ReleaseLease("job", "holder"),
     ]
 
 
@@ -910,7 +913,7 @@ def test_a_read_transaction_refuses_every_write_op(storage: Storage) -> None:
         with pytest.raises(TypeError), storage.transaction(write=False) as session:
             session.run(op)
         refused.append(type(op).__name__)
-    assert len(refused) == 7
+    assert len(refused) == 10
     assert [m.name for m in read(storage, ops.ListMinds())] == ["m"]
     assert sorted(m.id for m in read(storage, ops.ScanMemories(mind_id))) == sorted([a.id, b.id])
     [stored_a] = read(storage, ops.GetMemories(mind_id, [a.id]))
@@ -932,6 +935,35 @@ def test_a_read_transaction_sees_one_snapshot(storage: Storage, store_url: str) 
         assert len(read(storage, ops.ScanMemories(mind_id))) == 2
     finally:
         writer.close()
+
+
+# ---------------------------------------------------------------- workspace snapshots and leases
+
+
+def test_a_snapshot_is_saved_replaced_and_kept_per_mind(storage: Storage) -> None:
+    mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
+    assert read(storage, ops.LoadSnapshot(mind_a)) is None
+    write(storage, ops.SaveSnapshot(mind_a, 3, T0, '{"cycle": 3}'))
+    assert read(storage, ops.LoadSnapshot(mind_a)) == (3, '{"cycle": 3}')
+    write(storage, ops.SaveSnapshot(mind_a, 4, T0 + DAY, '{"cycle": 4, "é": "ü"}'))
+    assert read(storage, ops.LoadSnapshot(mind_a)) == (4, '{"cycle": 4, "é": "ü"}')
+    assert read(storage, ops.LoadSnapshot(mind_b)) is None
+
+
+def test_a_lease_has_one_holder_until_it_expires_or_is_released(storage: Storage) -> None:
+    def acquire(holder: str, now: datetime) -> bool:
+        with storage.transaction() as session:
+            return session.run(ops.AcquireLease("decay", holder, now, now + timedelta(minutes=5)))
+
+    assert acquire("runtime-1", T0)
+    assert not acquire("runtime-2", T0 + timedelta(minutes=1))
+    assert acquire("runtime-1", T0 + timedelta(minutes=2))  # the holder renews
+    assert not acquire("runtime-2", T0 + timedelta(minutes=6))  # renewed until minute 7
+    assert acquire("runtime-2", T0 + timedelta(minutes=7))  # expired: taken over
+    write(storage, ops.ReleaseLease("decay", "runtime-1"))  # not the holder: no effect
+    assert not acquire("runtime-1", T0 + timedelta(minutes=8))
+    write(storage, ops.ReleaseLease("decay", "runtime-2"))
+    assert acquire("runtime-1", T0 + timedelta(minutes=8))
 
 
 # ---------------------------------------------------------------- isolation of minds
@@ -983,6 +1015,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 20
+    assert len(operations) == 24
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []
