@@ -30,13 +30,22 @@ from concepts.models import (
     to_utc,
     trusted,
 )
+from concepts.workspace import (
+    AttentionDecision,
+    Candidate,
+    Observation,
+    WorkingMemoryItem,
+    WorkspaceSnapshot,
+)
 
 __all__ = [
     "CHANNEL_TRUST",
     "EPISTEMIC_WEIGHT",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
+    "AttentionDecision",
     "AuditEntry",
+    "Candidate",
     "Channel",
     "Epistemic",
     "Event",
@@ -46,6 +55,7 @@ __all__ = [
     "MemoryInput",
     "MemoryKind",
     "MindInfo",
+    "Observation",
     "RecallFilters",
     "RecallQuery",
     "RecallResult",
@@ -53,6 +63,8 @@ __all__ = [
     "RelationStatus",
     "Relationship",
     "Status",
+    "WorkingMemoryItem",
+    "WorkspaceSnapshot",
     "credibility",
     "normalise_content",
     "score_reproduces",

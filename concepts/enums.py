@@ -86,6 +86,9 @@ class EventKind(StrEnum):
     FEEDBACK_GIVEN = "feedback_given"
     OPERATOR_ACTION = "operator_action"
     DECAY_RUN = "decay_run"
+    CYCLE_COMPLETED = "cycle_completed"
+    PROCESS_FAILED = "process_failed"
+    PROCESS_QUARANTINED = "process_quarantined"
 
 
 #: Trust of each channel: operator > user ≈ system > tool > source > low.

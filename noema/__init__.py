@@ -51,10 +51,14 @@ _EXPORTS: dict[str, str] = {
     "EventKind": "concepts",
     "RecallFilters": "concepts",
     "RecallResult": "concepts",
+    "Observation": "concepts",
+    "Candidate": "concepts",
+    "Process": "processes",
 }
 
 __all__ = [
     "DEFAULT_WEIGHTS",
+    "Candidate",
     "Channel",
     "Clock",
     "ConfigError",
@@ -75,7 +79,9 @@ __all__ = [
     "MindConfig",
     "NoemaError",
     "NotFound",
+    "Observation",
     "PolicyViolation",
+    "Process",
     "RecallFilters",
     "RecallResult",
     "RecallWeights",
@@ -95,6 +101,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from concepts import (
+        Candidate,
         Channel,
         Epistemic,
         Event,
@@ -103,6 +110,7 @@ if TYPE_CHECKING:
         Memory,
         MemoryInput,
         MemoryKind,
+        Observation,
         RecallFilters,
         RecallResult,
         Relation,
@@ -129,6 +137,7 @@ if TYPE_CHECKING:
     from noema.memory.audit import VerifyReport
     from noema.memory.decay import DecayReport
     from noema.mind import Mind
+    from processes import Process
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -19,6 +20,7 @@ from concepts import (
     MemoryInput,
     MemoryKind,
     MindInfo,
+    Observation,
     RecallFilters,
     RecallQuery,
     RecallResult,
@@ -44,6 +46,7 @@ from noema.memory.transfer import (
     restore,
 )
 from noema.storage import Storage, open_storage, ops
+from workspace import AttentionConfig, CycleReport, ProcessContext, ProcessProtocol, Workspace
 
 __all__ = ["Mind", "recall_query"]
 
@@ -379,6 +382,69 @@ class Mind:
             "by_kind": by_kind,
             "by_status": by_status,
         }
+
+    # ------------------------------------------------------------ the workspace
+
+    def workspace(
+        self,
+        processes: Sequence[ProcessProtocol] | None = None,
+        *,
+        attention: AttentionConfig | None = None,
+        chat_model: Any = None,
+        embedder: Any = None,
+        timeout: float = 10.0,
+        max_failures: int = 3,
+    ) -> Workspace:
+        """A global workspace over this mind; by default with the built-in attend and retrieve."""
+        from processes import Attend, Retrieve
+
+        ctx = ProcessContext(
+            storage=self.storage,
+            mind=self.info,
+            config=self.config,
+            clock=self.clock,
+            reconciler=self._reconciler,
+            recaller=self._recaller,
+            chat_model=chat_model,
+            embedder=embedder,
+        )
+        chosen = list(processes) if processes is not None else [Attend(), Retrieve()]
+        return Workspace(
+            ctx, chosen, attention=attention, timeout=timeout, max_failures=max_failures
+        )
+
+    def observe(
+        self,
+        content: str,
+        *,
+        channel: Channel | str = Channel.USER,
+        at: datetime | str | None = None,
+        salience: float = 0.6,
+        payload: Mapping[str, Any] | None = None,
+    ) -> CycleReport:
+        """Feed one observation through one workspace cycle with the built-in processes.
+
+        Synchronous: do not call it from inside a running event loop (use
+        ``await mind.workspace().step([...])`` there).
+        """
+        try:
+            observation = Observation(
+                content=content,
+                channel=channel,
+                at=at,
+                salience=salience,
+                payload=dict(payload or {}),
+            )
+        except ValidationError as exc:
+            raise from_validation(exc) from None
+
+        async def one_cycle() -> CycleReport:
+            workspace = self.workspace()
+            report = await workspace.step([observation])
+            await workspace.stop()
+            return report
+
+        return asyncio.run(one_cycle())
 
     # ------------------------------------------------------------ maintenance
 

@@ -10,6 +10,7 @@ import pytest
 import noema
 
 PUBLIC_NAMES = [
+    "Candidate",
     "Channel",
     "Clock",
     "ConfigError",
@@ -31,7 +32,9 @@ PUBLIC_NAMES = [
     "MindConfig",
     "NoemaError",
     "NotFound",
+    "Observation",
     "PolicyViolation",
+    "Process",
     "RecallFilters",
     "RecallResult",
     "RecallWeights",

@@ -198,6 +198,17 @@ class Recaller:
                 self._reinforce(session, query, results, now)
         return results
 
+    def admit(self, results: Sequence[RecallResult], query: str) -> None:
+        """Reinforce results recalled with ``peek`` that were admitted later (by attention).
+
+        Each gets the same ``memory_retrieved`` event, with its components, as a
+        normal recall would have written.
+        """
+        if not results:
+            return
+        with self.storage.transaction() as session:
+            self._reinforce(session, RecallQuery(text=query), list(results), self.clock.now())
+
     # ------------------------------------------------------------ ranking
 
     def _rank(self, session: Session, query: RecallQuery, now: datetime) -> list[RecallResult]:

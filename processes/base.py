@@ -1,0 +1,50 @@
+"""``Process``: a plugin of the workspace, hooks only, each with a no-op default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from concepts import Candidate, WorkingMemoryItem
+from noema.clock import SystemClock
+from noema.ids import new_id
+from workspace.context import ProcessContext
+
+__all__ = ["Process"]
+
+
+class Process:
+    """A small class with a name and async hooks; override only what you need.
+
+    - ``on_start(ctx)``: once, before the first cycle (after a restart too).
+    - ``propose(ctx)``: each cycle, return candidates for attention.
+    - ``on_broadcast(item, ctx)``: each winner of a cycle, sent to every process.
+    - ``on_stop(ctx)``: once, when the mind stops.
+
+    Dependencies come in ``ctx`` (store access, clock, chat model, embedder);
+    an exception or a timeout in a hook is caught by the workspace, reported as
+    a ``process_failed`` event and, repeated, gets the process quarantined.
+    """
+
+    name: str = "process"
+
+    async def on_start(self, ctx: ProcessContext) -> None:
+        return None
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        return []
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        return None
+
+    async def on_stop(self, ctx: ProcessContext) -> None:
+        return None
+
+    def candidate(
+        self, content: str, ctx: ProcessContext | None = None, **fields: Any
+    ) -> Candidate:
+        """A candidate from this process with a fresh id."""
+        now = ctx.clock.now() if ctx is not None else SystemClock().now()
+        return Candidate(id=new_id(now), content=content, source=self.name, **fields)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

@@ -1,0 +1,54 @@
+"""retrieve: recalls what each new observation brings to mind (DESIGN §5)."""
+
+from __future__ import annotations
+
+from concepts import Candidate, RecallQuery, RecallResult, WorkingMemoryItem
+from processes.base import Process
+from workspace.context import ProcessContext
+
+__all__ = ["Retrieve"]
+
+
+class Retrieve(Process):
+    """Proposes the memories each observation recalls (read with ``peek``), except
+    those working memory already holds.
+
+    A recalled memory that wins attention is reinforced and logged as
+    ``memory_retrieved`` with its score components; one that loses is left as it was.
+    """
+
+    name = "retrieve"
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self._proposed: dict[str, tuple[RecallResult, str]] = {}
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        self._proposed.clear()
+        held = {item.candidate.memory_id for item in ctx.working_memory}
+        candidates = []
+        for percept in ctx.percepts:
+            query = percept.observation.content
+            request = RecallQuery(text=query, limit=self.limit, peek=True)
+            for result in ctx.recaller.recall(request):
+                memory = result.memory
+                if memory.id in held:  # already in mind: nothing to bring back
+                    continue
+                candidate = self.candidate(
+                    memory.content,
+                    ctx,
+                    salience=min(1.0, result.score),
+                    importance=memory.importance,
+                    credibility=memory.credibility,
+                    memory_id=memory.id,
+                    payload={"query": query, "observation_event": percept.event_id},
+                )
+                self._proposed[candidate.id] = (result, query)
+                candidates.append(candidate)
+        return candidates
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        proposed = self._proposed.get(item.candidate.id)
+        if proposed is not None:
+            result, query = proposed
+            ctx.recaller.admit([result], query)

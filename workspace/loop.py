@@ -1,0 +1,235 @@
+"""The global-workspace cycle (DESIGN §4).
+
+Each cycle: observations are logged; every process proposes candidates;
+attention scores them and admits the best; working memory decays and takes the
+winners; the winners are broadcast to every process; the cycle's decisions and
+the workspace snapshot are written in one transaction, so a restart (even after
+SIGKILL) resumes from the last completed cycle.
+
+A process that raises or times out costs a ``process_failed`` event; after
+``max_failures`` it is quarantined (``process_quarantined``) and skipped, and
+the mind keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from concepts import (
+    AttentionDecision,
+    Candidate,
+    EventKind,
+    Observation,
+    WorkingMemoryItem,
+    WorkspaceSnapshot,
+)
+from noema.memory.audit import iso
+from noema.memory.reconciler import EventLog
+from noema.storage import ops
+from workspace.attention import AttentionConfig, WorkingMemory, decide
+from workspace.context import Percept, ProcessContext
+
+__all__ = ["CycleReport", "ProcessProtocol", "Workspace"]
+
+log = logging.getLogger(__name__)
+
+
+class ProcessProtocol(Protocol):
+    """What the workspace calls; ``processes.Process`` implements it with no-op defaults."""
+
+    name: str
+
+    async def on_start(self, ctx: ProcessContext) -> None: ...
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]: ...
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None: ...
+
+    async def on_stop(self, ctx: ProcessContext) -> None: ...
+
+
+@dataclass
+class CycleReport:
+    """What one cycle saw, decided and broadcast."""
+
+    cycle: int
+    percepts: list[Percept]
+    decisions: list[AttentionDecision]
+    admitted: list[WorkingMemoryItem]
+    dropped: list[WorkingMemoryItem]
+    failures: list[str] = field(default_factory=list)
+
+
+class Workspace:
+    """Runs cycles for one mind over a fixed set of processes."""
+
+    def __init__(
+        self,
+        ctx: ProcessContext,
+        processes: Sequence[ProcessProtocol],
+        *,
+        attention: AttentionConfig | None = None,
+        timeout: float = 10.0,
+        max_failures: int = 3,
+    ) -> None:
+        names = [p.name for p in processes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"process names must be unique: {names}")
+        self.ctx = ctx
+        self.processes = list(processes)
+        self.attention = attention or AttentionConfig()
+        self.timeout = timeout
+        self.max_failures = max_failures
+        self.memory = WorkingMemory(self.attention)
+        self.recent: list[Candidate] = []
+        self.failures: dict[str, int] = {}
+        self.quarantined: set[str] = set()
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._started = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Restore the last snapshot, then call every process's ``on_start``."""
+        with self.ctx.storage.transaction(write=False) as session:
+            saved = session.run(ops.LoadSnapshot(self.ctx.mind.id))
+        if saved is not None:
+            snapshot = WorkspaceSnapshot.model_validate_json(saved[1])
+            self.ctx.cycle = snapshot.cycle
+            self.memory.items = list(snapshot.items)
+            self.recent = list(snapshot.broadcasts)
+        self.ctx.working_memory = tuple(self.memory.items)
+        for process in self.processes:
+            await self._call(process, "on_start", self.ctx)
+        self._started = True
+
+    async def stop(self) -> None:
+        """Call every process's ``on_stop`` and save the snapshot."""
+        for process in self._active():
+            await self._call(process, "on_stop", self.ctx)
+        self._commit([])
+
+    def snapshot(self) -> WorkspaceSnapshot:
+        return WorkspaceSnapshot(
+            cycle=self.ctx.cycle, items=tuple(self.memory.items), broadcasts=tuple(self.recent)
+        )
+
+    # ------------------------------------------------------------ one cycle
+
+    async def step(self, observations: Sequence[Observation] = ()) -> CycleReport:
+        """Run one cycle over ``observations`` (possibly none)."""
+        if not self._started:
+            await self.start()
+        ctx = self.ctx
+        ctx.cycle += 1
+        ctx.percepts = self._perceive(observations)
+        candidates: list[Candidate] = []
+        for process in self._active():
+            proposed = await self._call(process, "propose", ctx)
+            candidates.extend(proposed or [])
+        decisions = decide(candidates, self.memory.items, self.recent, self.attention)
+        dropped = self.memory.tick()
+        admitted: list[WorkingMemoryItem] = []
+        for decision in decisions:
+            if decision.admitted:
+                entry, displaced = self.memory.admit(decision, ctx.cycle)
+                admitted.append(entry)
+                dropped += displaced
+        ctx.working_memory = tuple(self.memory.items)
+        for item in admitted:
+            self.recent = [*self.recent, item.candidate][-self.attention.recent_broadcasts :]
+            for process in self._active():
+                await self._call(process, "on_broadcast", item, ctx)
+        failures = [p["process"] for k, p in self._pending if k == EventKind.PROCESS_FAILED]
+        self._commit(decisions, dropped)
+        return CycleReport(ctx.cycle, ctx.percepts, decisions, admitted, dropped, failures)
+
+    def _perceive(self, observations: Sequence[Observation]) -> list[Percept]:
+        if not observations:
+            return []
+        with self.ctx.storage.transaction() as session:
+            now = self.ctx.clock.now()
+            events = EventLog(self.ctx.mind.id, now)
+            percepts = []
+            for observation in observations:
+                event = events.add(
+                    EventKind.OBSERVATION_RECEIVED,
+                    payload={
+                        "content": observation.content,
+                        "channel": observation.channel.value,
+                        "at": iso(observation.at or now),
+                        "salience": observation.salience,
+                        "payload": observation.payload,
+                        "cycle": self.ctx.cycle,
+                    },
+                )
+                percepts.append(Percept(observation, event.id))
+            events.flush(session)
+        return percepts
+
+    def _commit(
+        self, decisions: Sequence[AttentionDecision], dropped: Sequence[WorkingMemoryItem] = ()
+    ) -> None:
+        """The cycle's events and the snapshot, in one transaction."""
+        with self.ctx.storage.transaction() as session:
+            now = self.ctx.clock.now()
+            events = EventLog(self.ctx.mind.id, now)
+            for kind, payload in self._pending:
+                events.add(kind, payload=payload)
+            self._pending = []
+            if decisions or dropped:
+                events.add(
+                    EventKind.CYCLE_COMPLETED,
+                    payload={
+                        "cycle": self.ctx.cycle,
+                        "decisions": [
+                            {
+                                "candidate": d.candidate.id,
+                                "source": d.candidate.source,
+                                "memory_id": d.candidate.memory_id,
+                                "score": d.score,
+                                "components": d.components,
+                                "admitted": d.admitted,
+                            }
+                            for d in decisions
+                        ],
+                        "dropped": [item.candidate.id for item in dropped],
+                    },
+                )
+            events.flush(session)
+            session.run(
+                ops.SaveSnapshot(
+                    self.ctx.mind.id, self.ctx.cycle, now, self.snapshot().model_dump_json()
+                )
+            )
+
+    # ------------------------------------------------------------ isolation
+
+    def _active(self) -> list[ProcessProtocol]:
+        return [p for p in self.processes if p.name not in self.quarantined]
+
+    async def _call(self, process: ProcessProtocol, hook: str, *args: Any) -> Any:
+        """Run one hook with a timeout; a failure is logged and counted, never raised."""
+        try:
+            return await asyncio.wait_for(getattr(process, hook)(*args), self.timeout)
+        except Exception as exc:  # a plugin may raise anything
+            error = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            count = self.failures.get(process.name, 0) + 1
+            self.failures[process.name] = count
+            log.warning("process %s failed in %s: %s", process.name, hook, error)
+            self._pending.append(
+                (
+                    EventKind.PROCESS_FAILED,
+                    {"process": process.name, "hook": hook, "error": error, "failures": count},
+                )
+            )
+            if count >= self.max_failures and process.name not in self.quarantined:
+                self.quarantined.add(process.name)
+                self._pending.append(
+                    (EventKind.PROCESS_QUARANTINED, {"process": process.name, "failures": count})
+                )
+            return None
