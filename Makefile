@@ -13,8 +13,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# A demo mind on the embedded default: an example stream is observed, encoded,
+# recalled and reinforced; then, on a terminal, you type what it observes next.
 run: $(STAMP)
-	$(BIN)/noema shell
+	$(BIN)/noema --mind demo run --input examples/demo-stream.jsonl --until-idle
+	$(BIN)/noema --mind demo recall "billing import job" --limit 3
+	$(BIN)/noema --mind demo stats
+	@test -t 0 && $(BIN)/noema --mind demo run || true
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -354,14 +354,16 @@ class Mind:
         kinds: Sequence[EventKind | str] = (),
         limit: int | None = None,
         newest_first: bool = False,
+        after_seq: int | None = None,
     ) -> list[Event]:
-        """The mind's events in append order (or newest first)."""
+        """The mind's events in append order (or newest first); ``after_seq`` skips older ones."""
         with self.storage.transaction(write=False) as session:
             return session.run(
                 ops.ListEvents(
                     self.id,
                     memory_id=memory_id,
                     kinds=[str(k) for k in kinds],
+                    after_seq=after_seq,
                     limit=limit,
                     newest_first=newest_first,
                 )

@@ -144,6 +144,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_stats)
     p = commands.add_parser("shell", help="an interactive remember/recall session")
     p.set_defaults(handler=cmd_shell)
+
+    p = commands.add_parser(
+        "run", help="run the mind: observations (JSONL on stdin or --input) through the workspace"
+    )
+    p.add_argument(
+        "--input", metavar="FILE", help="JSONL observations (default: stdin, or a prompt)"
+    )
+    p.add_argument("--cycles", type=int, metavar="N", help="stop after N cycles")
+    p.add_argument(
+        "--until-idle", action="store_true", help="after the input, cycle until nothing wins"
+    )
+    p.add_argument("--json", action="store_true", help="print the events of each cycle as JSON")
+    p.set_defaults(handler=cmd_run)
+    p = commands.add_parser("observe", help="one observation through one workspace cycle")
+    p.add_argument("text")
+    p.add_argument("--channel", choices=_choices(Channel), default=Channel.USER.value)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_observe)
     return parser
 
 
@@ -461,6 +479,37 @@ def cmd_shell(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         Shell(mind).cmdloop()
     return EXIT_OK
+
+
+def cmd_observe(args: argparse.Namespace) -> int:
+    from noema.cli.run import observation_from, print_cycle
+
+    observation = observation_from({"content": args.text, "channel": args.channel}, where="")
+    with _open(args) as mind:
+        after = _last_seq(mind)
+        report = mind.observe(
+            observation.content, channel=observation.channel, salience=observation.salience
+        )
+        print_cycle(mind, report, after, as_json=args.json)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from noema.cli.run import read_observations, run_mind
+
+    if args.cycles is not None and args.cycles < 1:
+        raise UsageError("run: --cycles must be at least 1")
+    # A file is checked whole before the store is opened; stdin is read as it comes.
+    source = read_observations(args.input) if args.input not in (None, "-") else None
+    with _open(args) as mind:
+        return run_mind(
+            mind, source, cycles=args.cycles, until_idle=args.until_idle, as_json=args.json
+        )
+
+
+def _last_seq(mind: Any) -> int:
+    newest = mind.events(newest_first=True, limit=1)
+    return int(newest[0].seq or 0) if newest else 0
 
 
 # ---------------------------------------------------------------- entry point

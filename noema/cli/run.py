@@ -1,0 +1,223 @@
+"""``noema run`` and ``noema observe``: observations through the global workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from concepts import Observation
+from noema.cli import _render as render
+from noema.errors import InvalidInput, from_validation
+from noema.mind import Mind
+from workspace import CycleReport
+
+__all__ = ["observation_from", "print_cycle", "read_observations", "run_mind"]
+
+#: Idle cycles ``--until-idle`` runs at most before it stops anyway.
+MAX_IDLE_CYCLES = 1_000
+
+
+def observation_from(fields: Any, *, where: str) -> Observation:
+    """An ``Observation`` from a JSON object; errors name ``where`` and the field."""
+    if not isinstance(fields, dict):
+        raise InvalidInput(f"{where}expected a JSON object")
+    try:
+        return Observation.model_validate(fields)
+    except ValidationError as exc:
+        raise from_validation(exc, what=where.rstrip()) from None
+
+
+def read_observations(path: str) -> list[Observation]:
+    """Every observation of a JSONL file, all checked before any is run."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    parsed = (
+        parse_line(raw, f"{path} line {number}: ")
+        for number, raw in enumerate(data.splitlines(), start=1)
+    )
+    return [observation for observation in parsed if observation is not None]
+
+
+def parse_line(raw: bytes, where: str) -> Observation | None:
+    """One JSONL line as an observation (``None`` for a blank line)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{where}not valid UTF-8") from None
+    if not text.strip():
+        return None
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{where}not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError):
+        raise InvalidInput(f"{where}JSON too large or too deep") from None
+    return observation_from(fields, where=where)
+
+
+async def _stream(prompt: bool) -> AsyncIterator[Observation]:
+    """Observations from stdin as they arrive: JSONL from a pipe, or text typed at a prompt.
+
+    A daemon thread does the blocking reads, so signals are handled between lines
+    and an unfinished read never holds the process open.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def reader() -> None:
+        # os.read on the descriptor, not sys.stdin: a buffered reader's lock held by
+        # a blocked daemon thread aborts the interpreter at exit.
+        fd, pending = sys.stdin.fileno(), b""
+        while True:
+            if prompt:
+                print("observe> ", end="", flush=True)
+            while b"\n" not in pending:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    if pending:
+                        loop.call_soon_threadsafe(queue.put_nowait, pending)
+                    loop.call_soon_threadsafe(queue.put_nowait, None)
+                    return
+                pending += chunk
+            line, pending = pending.split(b"\n", 1)
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+
+    if prompt:
+        print("Type what the mind observes, one line each; 'quit' or Ctrl-D ends.")
+    threading.Thread(target=reader, name="noema-stdin", daemon=True).start()
+    number = 0
+    while (raw := await queue.get()) is not None:
+        number += 1
+        if not prompt:
+            observation = parse_line(raw, f"stdin line {number}: ")
+            if observation is not None:
+                yield observation
+            continue
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text in {"quit", "exit"}:
+            return
+        if text:
+            try:
+                yield Observation(content=text)
+            except ValidationError as exc:
+                print(f"error: {from_validation(exc)}")
+
+
+def print_cycle(mind: Mind, report: CycleReport, after: int, *, as_json: bool) -> int:
+    """Show one cycle: its events as JSON lines, or what won attention. Returns the last seq."""
+    events = mind.events(after_seq=after)
+    if as_json:
+        for event in events:
+            render.emit_json(render.event_json(event))
+    else:
+        winners = [d for d in report.decisions if d.admitted]
+        if not winners:
+            print(f"cycle {report.cycle}: nothing won attention")
+        for decision in winners:
+            candidate = decision.candidate
+            parts = " ".join(f"{k}={v:.2f}" for k, v in decision.components.items())
+            print(
+                f"cycle {report.cycle}: [{candidate.source}] {candidate.content}\n"
+                f"    score {decision.score:.3f} ({parts})"
+            )
+        for name in report.failures:
+            print(f"cycle {report.cycle}: process {name} failed")
+    sys.stdout.flush()
+    return int(events[-1].seq or after) if events else after
+
+
+def run_mind(
+    mind: Mind,
+    source: Iterable[Observation] | None,
+    *,
+    cycles: int | None,
+    until_idle: bool,
+    as_json: bool,
+) -> int:
+    """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt); exit status."""
+    return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
+
+
+async def _run(
+    mind: Mind,
+    source: Iterable[Observation] | None,
+    cycles: int | None,
+    until_idle: bool,
+    as_json: bool,
+) -> int:
+    from processes import Attend, Retrieve, discover
+
+    found = discover()
+    for error in found.errors:
+        print(f"noema: {error}", file=sys.stderr)
+    workspace = mind.workspace([Attend(), Retrieve(), *found.processes])
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    newest = mind.events(newest_first=True, limit=1)
+    after = int(newest[0].seq or 0) if newest else 0
+    done = 0
+
+    def more() -> bool:
+        return not stopping.is_set() and (cycles is None or done < cycles)
+
+    try:
+        stream = _stream(sys.stdin.isatty()) if source is None else _aiter(source)
+        async for observation in _until(stream, stopping):
+            if not more():
+                break
+            report = await workspace.step([observation])
+            after = print_cycle(mind, report, after, as_json=as_json)
+            done += 1
+        idle = 0
+        while until_idle and more() and idle < MAX_IDLE_CYCLES:
+            report = await workspace.step([])
+            after = print_cycle(mind, report, after, as_json=as_json)
+            done += 1
+            idle += 1
+            if not any(d.admitted for d in report.decisions):
+                break
+    finally:
+        await workspace.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    if not as_json:
+        print(f"stopped after {done} cycles" + (" (signal)" if stopping.is_set() else ""))
+    return 0
+
+
+async def _aiter(items: Iterable[Observation]) -> AsyncIterator[Observation]:
+    for item in items:
+        yield item
+
+
+async def _until(
+    stream: AsyncIterator[Observation], stopping: asyncio.Event
+) -> AsyncIterator[Observation]:
+    """Items of ``stream`` until it ends or ``stopping`` is set, whichever comes first."""
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        while True:
+            following = asyncio.ensure_future(anext(stream))
+            await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                following.cancel()
+                return
+            try:
+                yield following.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        stop.cancel()
