@@ -42,7 +42,7 @@ class Observation(BaseModel):
     content: str
     channel: Channel = Channel.USER
     at: UtcDatetime | None = None
-    salience: Unit = 0.6
+    salience: Unit = 0.8
     payload: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("content")

@@ -16,6 +16,7 @@ from noema.errors import ConfigError, from_validation
 __all__ = [
     "DEFAULT_MIND",
     "DEFAULT_WEIGHTS",
+    "JobsConfig",
     "MindConfig",
     "RecallWeights",
     "Settings",
@@ -30,6 +31,10 @@ DEFAULT_RECENCY_DAYS = 30.0
 DEFAULT_INITIAL_ACTIVATION = 0.5
 DEFAULT_REINFORCE_GAIN = 0.2
 DEFAULT_BATCH_SIZE = 1_000
+DEFAULT_DECAY_SECONDS = 3_600.0
+DEFAULT_REFLECT_SECONDS = 1_800.0
+DEFAULT_EMBED_MISSING_SECONDS = 600.0
+DEFAULT_LEASE_SECONDS = 300.0
 
 
 class RecallWeights(BaseModel):
@@ -78,6 +83,33 @@ class MindConfig(BaseModel):
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
 
 
+class JobsConfig(BaseModel):
+    """How often each background job runs, and how long its store lease lasts (ADR 0006).
+
+    Intervals are in seconds. A job registered under ``decay`` or ``decay:<suffix>``
+    takes ``decay_seconds``; ``embed-missing`` takes ``embed_missing_seconds``.
+    A running job renews its lease every third of ``lease_seconds``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decay_seconds: float = Field(default=DEFAULT_DECAY_SECONDS, gt=0, allow_inf_nan=False)
+    reflect_seconds: float = Field(default=DEFAULT_REFLECT_SECONDS, gt=0, allow_inf_nan=False)
+    embed_missing_seconds: float = Field(
+        default=DEFAULT_EMBED_MISSING_SECONDS, gt=0, allow_inf_nan=False
+    )
+    lease_seconds: float = Field(default=DEFAULT_LEASE_SECONDS, gt=0, allow_inf_nan=False)
+
+    def interval(self, name: str) -> float | None:
+        """The configured interval of the job ``name`` (the part before any ``:``), if any."""
+        intervals = {
+            "decay": self.decay_seconds,
+            "reflect": self.reflect_seconds,
+            "embed-missing": self.embed_missing_seconds,
+        }
+        return intervals.get(name.partition(":")[0])
+
+
 def default_data_dir(environ: Mapping[str, str]) -> Path:
     """The user's data directory for Noema (XDG on Linux, the platform's own elsewhere)."""
     home = Path(environ.get("HOME") or Path.home())
@@ -108,6 +140,7 @@ class Settings(BaseModel):
     mind: str = DEFAULT_MIND
     memory: MindConfig = MindConfig()
     minds: dict[str, MindConfig] = Field(default_factory=dict)
+    jobs: JobsConfig = JobsConfig()
 
     @model_validator(mode="before")
     @classmethod

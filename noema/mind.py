@@ -421,7 +421,7 @@ class Mind:
         *,
         channel: Channel | str = Channel.USER,
         at: datetime | str | None = None,
-        salience: float = 0.6,
+        salience: float = 0.8,
         payload: Mapping[str, Any] | None = None,
     ) -> CycleReport:
         """Feed one observation through one workspace cycle with the built-in processes.

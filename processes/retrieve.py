@@ -6,7 +6,11 @@ from concepts import Candidate, RecallQuery, RecallResult, WorkingMemoryItem
 from processes.base import Process
 from workspace.context import ProcessContext
 
-__all__ = ["Retrieve"]
+__all__ = ["ASSOCIATION", "Retrieve"]
+
+#: A recalled memory is an association, weaker than a perception: its salience is
+#: its recall score scaled by this, so new observations win attention first.
+ASSOCIATION = 0.7
 
 
 class Retrieve(Process):
@@ -37,7 +41,7 @@ class Retrieve(Process):
                 candidate = self.candidate(
                     memory.content,
                     ctx,
-                    salience=min(1.0, result.score),
+                    salience=ASSOCIATION * min(1.0, result.score),
                     importance=memory.importance,
                     credibility=memory.credibility,
                     memory_id=memory.id,

@@ -503,7 +503,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = read_observations(args.input) if args.input not in (None, "-") else None
     with _open(args) as mind:
         return run_mind(
-            mind, source, cycles=args.cycles, until_idle=args.until_idle, as_json=args.json
+            mind,
+            source,
+            cycles=args.cycles,
+            until_idle=args.until_idle,
+            as_json=args.json,
+            jobs=Settings.from_env().jobs,
         )
 
 

@@ -16,7 +16,9 @@ from pydantic import ValidationError
 
 from concepts import Observation
 from noema.cli import _render as render
+from noema.config import JobsConfig
 from noema.errors import InvalidInput, from_validation
+from noema.jobs import JobScheduler, decay_job
 from noema.mind import Mind
 from workspace import CycleReport
 
@@ -144,9 +146,22 @@ def run_mind(
     cycles: int | None,
     until_idle: bool,
     as_json: bool,
+    jobs: JobsConfig | None = None,
 ) -> int:
-    """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt); exit status."""
-    return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
+    """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt).
+
+    Background jobs (decay) run on their intervals while the mind runs, each
+    under a store lease so two runtimes never run the same job at once.
+    """
+    scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock)
+    scheduler.register(
+        f"decay:{mind.name}", decay_job(mind.storage, mind.info, mind.config, mind.clock)
+    )
+    scheduler.start()
+    try:
+        return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
+    finally:
+        scheduler.shutdown(wait=True)
 
 
 async def _run(
