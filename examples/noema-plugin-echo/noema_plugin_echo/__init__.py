@@ -1,0 +1,90 @@
+"""An example Noema plugin: ``KeywordWatch`` raises an alert when a watched word is observed.
+
+Registered in ``pyproject.toml`` under the ``noema.processes`` entry-point group,
+so ``processes.discover()`` finds it once the package is installed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from concepts import CHANNEL_TRUST, EPISTEMIC_WEIGHT, Candidate, Epistemic, WorkingMemoryItem
+from concepts.models import check_event_kind
+from noema.memory.reconciler import EventLog
+from processes import Process
+from workspace import ProcessContext
+
+__all__ = ["ALERT", "DEFAULT_WORDS", "KeywordWatch"]
+
+#: The words watched when none are given.
+DEFAULT_WORDS = ("urgent", "deadline", "asap", "emergency")
+#: The plugin's own event kind: ``prefix.name``, never a built-in kind.
+ALERT = check_event_kind("keyword_watch.alert")
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(values: Iterable[object]) -> frozenset[str]:
+    return frozenset(v.strip().casefold() for v in values if isinstance(v, str) and v.strip())
+
+
+class KeywordWatch(Process):
+    """Proposes a high-salience alert for each observation that mentions a watched word.
+
+    The watched words are ``words`` plus, for one observation, those listed in its
+    payload under ``"watch"`` (a string or a list of strings). When its alert wins
+    attention, the process writes a ``keyword_watch.alert`` event linked to the
+    observation's ``observation_received`` event.
+    """
+
+    name = "keyword-watch"
+
+    def __init__(self, words: Iterable[str] = DEFAULT_WORDS, *, salience: float = 0.95) -> None:
+        self.words = _words(words)
+        self.salience = salience
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        candidates = []
+        for percept in ctx.percepts:
+            observation = percept.observation
+            extra = observation.payload.get("watch", [])
+            watched = self.words | _words(extra if isinstance(extra, list) else [extra])
+            said = {w.casefold() for w in _WORD.findall(observation.content)}
+            matched = sorted(watched & said)
+            if not matched:
+                continue
+            candidates.append(
+                self.candidate(
+                    f"Alert ({', '.join(matched)}): {observation.content}",
+                    ctx,
+                    salience=self.salience,
+                    importance=0.9,
+                    credibility=CHANNEL_TRUST[observation.channel]
+                    * EPISTEMIC_WEIGHT[Epistemic.OBSERVATION],
+                    payload={
+                        "words": matched,
+                        "observation": observation.content,
+                        "observation_event": percept.event_id,
+                    },
+                )
+            )
+        return candidates
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        candidate = item.candidate
+        if candidate.source != self.name:  # every winner is broadcast; act on our own
+            return
+        with ctx.storage.transaction() as session:
+            events = EventLog(ctx.mind.id, ctx.clock.now())
+            events.add(
+                ALERT,
+                origin_event=candidate.payload["observation_event"],
+                payload={
+                    "words": candidate.payload["words"],
+                    "observation": candidate.payload["observation"],
+                    "cycle": ctx.cycle,
+                    "score": item.score,
+                },
+            )
+            events.flush(session)
