@@ -397,8 +397,8 @@ class Mind:
         timeout: float = 10.0,
         max_failures: int = 3,
     ) -> Workspace:
-        """A global workspace over this mind; by default with the built-in attend and retrieve."""
-        from processes import Attend, Retrieve
+        """A global workspace over this mind; by default with attend, retrieve and reflect."""
+        from processes import Attend, Reflect, Retrieve
 
         ctx = ProcessContext(
             storage=self.storage,
@@ -410,7 +410,7 @@ class Mind:
             chat_model=chat_model,
             embedder=embedder,
         )
-        chosen = list(processes) if processes is not None else [Attend(), Retrieve()]
+        chosen = list(processes) if processes is not None else [Attend(), Retrieve(), Reflect()]
         return Workspace(
             ctx, chosen, attention=attention, timeout=timeout, max_failures=max_failures
         )

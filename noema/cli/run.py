@@ -20,6 +20,7 @@ from noema.config import JobsConfig
 from noema.errors import InvalidInput, from_validation
 from noema.jobs import JobScheduler, decay_job
 from noema.mind import Mind
+from processes import Reflect
 from workspace import CycleReport
 
 __all__ = ["observation_from", "print_cycle", "read_observations", "run_mind"]
@@ -150,13 +151,15 @@ def run_mind(
 ) -> int:
     """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt).
 
-    Background jobs (decay) run on their intervals while the mind runs, each
+    Background jobs (decay, reflect) run on their intervals while the mind runs, each
     under a store lease so two runtimes never run the same job at once.
     """
     scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock)
     scheduler.register(
         f"decay:{mind.name}", decay_job(mind.storage, mind.info, mind.config, mind.clock)
     )
+    reflect, context = Reflect(), mind.workspace([]).ctx
+    scheduler.register(f"reflect:{mind.name}", lambda: reflect.consolidate(context))
     scheduler.start()
     try:
         return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
@@ -171,12 +174,12 @@ async def _run(
     until_idle: bool,
     as_json: bool,
 ) -> int:
-    from processes import Attend, Retrieve, discover
+    from processes import Attend, Reflect, Retrieve, discover
 
     found = discover()
     for error in found.errors:
         print(f"noema: {error}", file=sys.stderr)
-    workspace = mind.workspace([Attend(), Retrieve(), *found.processes])
+    workspace = mind.workspace([Attend(), Retrieve(), Reflect(), *found.processes])
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
