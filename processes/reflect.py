@@ -521,11 +521,19 @@ class Reflect(Process):
         self.limit = limit
         self.salience = salience
         self._lock = threading.Lock()
+        self._running: asyncio.Future[ReflectReport] | None = None
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
-        if ctx.cycle % self.every:
+        """Every ``every`` cycles start a consolidation in a worker thread; propose its
+        new memories in the first cycle after it finishes, so no cycle waits for it."""
+        report = None
+        if self._running is not None and self._running.done():
+            running, self._running = self._running, None
+            report = running.result()  # a failure here is reported by the workspace
+        if self._running is None and ctx.cycle % self.every == 0:
+            self._running = asyncio.ensure_future(asyncio.to_thread(self.consolidate, ctx))
+        if report is None:
             return []
-        report = await asyncio.to_thread(self.consolidate, ctx)
         return [
             self.candidate(
                 memory.content,
@@ -542,6 +550,17 @@ class Reflect(Process):
             )
             for memory in report.created
         ]
+
+    async def settle(self) -> None:
+        """Wait for a consolidation started by ``propose`` (its results stay to propose)."""
+        if self._running is not None:
+            await asyncio.wait({self._running})
+
+    async def on_stop(self, ctx: ProcessContext) -> None:
+        """Let a running consolidation finish its writes before the mind stops."""
+        if self._running is not None:
+            running, self._running = self._running, None
+            await running
 
     # ------------------------------------------------------------ consolidation
 

@@ -256,22 +256,25 @@ def test_reflect_runs_every_n_cycles_and_proposes_what_it_wrote(
     deploy = episodes(mind, clock, DEPLOY)  # ready to consolidate from the first cycle
 
     async def run() -> list[list[str]]:
-        workspace = mind.workspace([Attend(), Reflect(every=4)])
+        reflect = Reflect(every=4)
+        workspace = mind.workspace([Attend(), reflect])
         sources = []
         for text in BERLIN:  # cycles 1-4; attend encodes each observation
             clock.advance(minutes=1)
             report = await workspace.step([Observation(content=text)])
             sources.append(sorted(d.candidate.source for d in report.decisions))
-        for _ in range(4):  # cycles 5-8: reflect runs again at 8, with nothing new
+        await reflect.settle()  # started at cycle 4 in a worker thread; no cycle waited
+        for _ in range(4):  # cycles 5-8: results proposed at 5; reflect runs again at 8
             report = await workspace.step()
             sources.append(sorted(d.candidate.source for d in report.decisions))
         await workspace.stop()
         return sources
 
     sources = asyncio.run(run())
-    # At cycle 4 reflect runs before attend's broadcast: the fourth episode is not yet written.
-    assert sources == [["attend"]] * 3 + [["attend", "reflect", "reflect"]] + [[]] * 4
-    [cycle] = [e for e in mind.events(kinds=["cycle_completed"]) if e.payload["cycle"] == 4]
+    # Reflect started at cycle 4 during proposals, before attend's broadcast wrote the
+    # fourth episode; what it wrote competes for attention in the next cycle.
+    assert sources == [["attend"]] * 4 + [["reflect", "reflect"]] + [[]] * 3
+    [cycle] = [e for e in mind.events(kinds=["cycle_completed"]) if e.payload["cycle"] == 5]
     decisions = [d for d in cycle.payload["decisions"] if d["source"] == "reflect"]
     assert all(d["admitted"] for d in decisions)
     procedural, semantic = sorted(
