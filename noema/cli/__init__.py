@@ -8,7 +8,6 @@ failure of the system exits 1; neither prints a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from concepts import Channel, Epistemic, MemoryInput, MemoryKind, Relation, Stat
 from noema.cli import _render as render
 from noema.config import Settings
 from noema.errors import InvalidInput, NoemaError, UsageError, from_validation
+from noema.jsonl import json_object
 from noema.mind import recall_query
 
 __all__ = ["build_parser", "main"]
@@ -187,20 +187,9 @@ def _read_jsonl(path: str) -> list[tuple[int, MemoryInput]]:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
     items: list[tuple[int, MemoryInput]] = []
     for number, raw in enumerate(data.splitlines(), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{path} line {number}: not valid UTF-8") from None
-        if not text.strip():
+        fields = json_object(raw, f"{path} line {number}")
+        if fields is None:
             continue
-        try:
-            fields = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{path} line {number}: not valid JSON ({exc.msg})") from None
-        except (ValueError, RecursionError):  # huge integers, absurd nesting
-            raise InvalidInput(f"{path} line {number}: JSON too large or too deep") from None
-        if not isinstance(fields, dict):
-            raise InvalidInput(f"{path} line {number}: expected a JSON object")
         try:
             items.append((number, MemoryInput.model_validate(fields)))
         except ValidationError as exc:

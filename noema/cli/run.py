@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -19,6 +18,7 @@ from noema.cli import _render as render
 from noema.config import JobsConfig
 from noema.errors import InvalidInput, from_validation
 from noema.jobs import JobScheduler, decay_job
+from noema.jsonl import json_object
 from noema.mind import Mind
 from processes import Reflect
 from workspace import CycleReport
@@ -54,19 +54,8 @@ def read_observations(path: str) -> list[Observation]:
 
 def parse_line(raw: bytes, where: str) -> Observation | None:
     """One JSONL line as an observation (``None`` for a blank line)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{where}not valid UTF-8") from None
-    if not text.strip():
-        return None
-    try:
-        fields = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{where}not valid JSON ({exc.msg})") from None
-    except (ValueError, RecursionError):
-        raise InvalidInput(f"{where}JSON too large or too deep") from None
-    return observation_from(fields, where=where)
+    fields = json_object(raw, where.rstrip(": "))
+    return None if fields is None else observation_from(fields, where=where)
 
 
 async def _stream(prompt: bool) -> AsyncIterator[Observation]:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
 from noema.errors import InvalidInput, UsageError, from_validation
+from noema.jsonl import json_object
 from noema.memory.audit import canonical, event_record, iso, verify_records
 from noema.storage import Session, Storage, ops
 
@@ -118,24 +119,13 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
     header = False
     for number, raw in enumerate(lines, start=1):
         where = f"line {number}"
-        try:
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{where}: not valid UTF-8") from None
-        if not text.strip():
+        data = json_object(raw, where)
+        if data is None:
             continue
-        try:
-            data = json.loads(text)
-            # Escapes can spell lone surrogates, which no store accepts.
+        try:  # not every exported field is checked by a model: refuse lone surrogates here
             json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
         except UnicodeEncodeError:
             raise InvalidInput(f"{where}: text is not valid Unicode (a lone surrogate)") from None
-        except (ValueError, RecursionError):  # huge integers, absurd nesting
-            raise InvalidInput(f"{where}: JSON too large or too deep") from None
-        if not isinstance(data, dict):
-            raise InvalidInput(f"{where}: expected a JSON object")
         kind = data.pop("type", None)
         if not header:
             if kind != "header" or data.get("format") != "noema-export":
