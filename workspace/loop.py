@@ -27,6 +27,7 @@ from concepts import (
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
+from noema.errors import InvalidInput
 from noema.memory.audit import iso
 from noema.memory.reconciler import EventLog
 from noema.storage import ops
@@ -78,7 +79,7 @@ class Workspace:
     ) -> None:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
-            raise ValueError(f"process names must be unique: {names}")
+            raise InvalidInput(f"processes: names must be unique, got {names}")
         self.ctx = ctx
         self.processes = list(processes)
         self.attention = attention or AttentionConfig()

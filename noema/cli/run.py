@@ -168,7 +168,13 @@ async def _run(
     found = discover()
     for error in found.errors:
         print(f"noema: {error}", file=sys.stderr)
-    workspace = mind.workspace([Attend(), Retrieve(), Reflect(), *found.processes])
+    processes: list[Any] = [Attend(), Retrieve(), Reflect()]
+    for plugin in found.processes:
+        if plugin.name in {p.name for p in processes}:
+            print(f"noema: plugin {plugin.name!r} skipped: the name is taken", file=sys.stderr)
+        else:
+            processes.append(plugin)
+    workspace = mind.workspace(processes)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
