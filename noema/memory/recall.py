@@ -237,7 +237,9 @@ class Recaller:
             self._score(memory, rank / best if best > 0 else 0.0, reference, now)
             for memory, rank in hits
         ]
-        scored.sort(key=lambda r: (-r[0], r[1].id))
+        # Ties break on the content hash, not the id (whose low bits are random), so
+        # the same memories rank the same way in every store.
+        scored.sort(key=lambda r: (-r[0], r[1].content_hash, r[1].id))
         top = scored[: query.limit]
         # Contradicting memories come back together: partners that pass the filters
         # are appended after the top results, and each side lists the other.
