@@ -2,8 +2,10 @@
 
 from concepts.enums import (
     CHANNEL_TRUST,
+    CONFIDENCE_HALF_LIFE_DAYS,
     EPISTEMIC_WEIGHT,
     Channel,
+    DecayClass,
     Epistemic,
     EventKind,
     MemoryKind,
@@ -40,6 +42,7 @@ from concepts.workspace import (
 
 __all__ = [
     "CHANNEL_TRUST",
+    "CONFIDENCE_HALF_LIFE_DAYS",
     "EPISTEMIC_WEIGHT",
     "MAX_CONTENT_CHARS",
     "MAX_QUERY_CHARS",
@@ -47,6 +50,7 @@ __all__ = [
     "AuditEntry",
     "Candidate",
     "Channel",
+    "DecayClass",
     "Epistemic",
     "Event",
     "EventKind",

@@ -14,6 +14,26 @@ class MemoryKind(StrEnum):
     AUTOBIOGRAPHICAL = "autobiographical"
 
 
+class DecayClass(StrEnum):
+    """How fast a memory's confidence fades at query time (DESIGN section 3).
+
+    ``ephemeral`` halves in a week, ``stable`` in a year, ``permanent`` never.
+    Stored confidence never changes; only the confidence recall sees does.
+    """
+
+    EPHEMERAL = "ephemeral"
+    STABLE = "stable"
+    PERMANENT = "permanent"
+
+
+#: Half-life of confidence at query time, in days, per decay class (None: never fades).
+CONFIDENCE_HALF_LIFE_DAYS: dict[DecayClass, float | None] = {
+    DecayClass.EPHEMERAL: 7.0,
+    DecayClass.STABLE: 365.0,
+    DecayClass.PERMANENT: None,
+}
+
+
 class Epistemic(StrEnum):
     """How the mind came to hold a record: exactly one per record."""
 

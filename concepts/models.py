@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from concepts.enums import (
     Channel,
+    DecayClass,
     Epistemic,
     EventKind,
     MemoryKind,
@@ -135,6 +136,7 @@ class MemoryInput(BaseModel):
     importance: Unit = 0.5
     confidence: Unit = 0.8
     salience: Unit = 0.5
+    decay: DecayClass = DecayClass.STABLE
     valid_from: UtcDatetime | None = None
     at: UtcDatetime | None = None
     links: tuple[Link, ...] = ()
@@ -211,6 +213,7 @@ class Memory(BaseModel):
     content_hash: str
     feedback_count: int = Field(default=0, ge=0)
     feedback_mean: float = Field(default=0.0, ge=-1.0, le=1.0)
+    decay: DecayClass = DecayClass.STABLE
 
 
 class Relationship(BaseModel):
@@ -306,7 +309,13 @@ class RecallFilters(BaseModel):
 
 
 class RecallQuery(BaseModel):
-    """One recall request. ``mode`` ``any`` matches any query term, ``strict`` all of them."""
+    """One recall request.
+
+    ``mode`` ``any`` matches any query term, ``strict`` all of them. ``fusion``
+    picks the weighted sum or reciprocal-rank fusion (``None``: the mind's
+    configured default). ``explore`` adds Thompson sampling from each memory's
+    confidence posterior (``seed`` makes the draw repeatable).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -316,6 +325,9 @@ class RecallQuery(BaseModel):
     as_of: UtcDatetime | None = None
     peek: bool = False
     mode: Literal["any", "strict"] = "any"
+    fusion: Literal["weighted", "rrf"] | None = None
+    explore: bool = False
+    seed: int | None = None
 
     @field_validator("text")
     @classmethod

@@ -132,4 +132,34 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        3,
+        "vectors keyed by model, entity references, decay classes",
+        """
+        ALTER TABLE memories ADD COLUMN decay TEXT NOT NULL DEFAULT 'stable';
+
+        -- One vector per (memory, model, dimensions); ids only grow, so an index
+        -- kept outside the database catches up from the last id it holds.
+        CREATE TABLE vectors (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            mind_id     TEXT NOT NULL,
+            memory_id   TEXT NOT NULL,
+            model       TEXT NOT NULL,
+            dims        INTEGER NOT NULL,
+            vector      BLOB NOT NULL,
+            FOREIGN KEY (mind_id, memory_id) REFERENCES memories(mind_id, id)
+        );
+        CREATE UNIQUE INDEX vectors_key ON vectors(mind_id, model, dims, memory_id);
+        CREATE INDEX vectors_scan ON vectors(mind_id, model, dims, id);
+
+        -- A memory refers_to an entity node (a normalised name, quote, code or date).
+        CREATE TABLE entity_refs (
+            mind_id     TEXT NOT NULL,
+            entity      TEXT NOT NULL,
+            memory_id   TEXT NOT NULL,
+            PRIMARY KEY (mind_id, entity, memory_id),
+            FOREIGN KEY (mind_id, memory_id) REFERENCES memories(mind_id, id)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]

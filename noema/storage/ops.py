@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
+import numpy as np
+
 from concepts import (
     AuditEntry,
     Event,
@@ -144,6 +146,91 @@ class CountMemories(Op[list[tuple[str, str, int]]]):
     """``(kind, status, count)`` rows for one mind."""
 
     mind_id: str
+
+
+# ---------------------------------------------------------------- vectors and entities
+
+
+@dataclass(frozen=True, slots=True)
+class PutVectors(Op[None]):
+    """Store (or replace) the vectors of memories under ``model``.
+
+    ``vectors`` holds one unit float32 row per id; its width is the dimensions.
+    Vectors of another model or width are never touched.
+    """
+
+    mind_id: str
+    model: str
+    ids: Sequence[str]
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class GetVectors(Op[dict[str, np.ndarray]]):
+    """The vectors under ``(model, dims)`` of those of ``ids`` that have one."""
+
+    mind_id: str
+    model: str
+    dims: int
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class MissingVectors(Op[list[tuple[str, str]]]):
+    """``(id, content)`` of memories with no vector under ``(model, dims)``, in id order."""
+
+    mind_id: str
+    model: str
+    dims: int
+    after_id: str | None = None
+    limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class CountVectors(Op[tuple[int, int]]):
+    """``(memories with a vector under (model, dims), all memories)`` of one mind."""
+
+    mind_id: str
+    model: str
+    dims: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchVectors(Op[list[tuple[Memory, float]]]):
+    """Nearest memories to ``query`` under ``(model, len(query))``: exact cosine, best first.
+
+    A backend may find candidates with an approximate index but scores them
+    exactly; only memories passing ``filters`` and ``as_of`` are returned.
+    """
+
+    mind_id: str
+    model: str
+    query: np.ndarray
+    filters: RecallFilters
+    as_of: datetime | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutEntities(Op[None]):
+    """Link memories to entity nodes: ``(memory_id, entity)`` rows; repeats are ignored."""
+
+    mind_id: str
+    refs: Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchEntities(Op[list[tuple[Memory, int]]]):
+    """Memories referring to any of ``entities``, with how many they refer to.
+
+    Most entities first, then newest first; only memories passing the filters.
+    """
+
+    mind_id: str
+    entities: Sequence[str]
+    filters: RecallFilters
+    as_of: datetime | None
+    limit: int
 
 
 # ---------------------------------------------------------------- relationships

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -11,9 +12,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 from concepts import (
     AuditEntry,
     Channel,
+    DecayClass,
     Epistemic,
     Event,
     Memory,
@@ -27,6 +31,7 @@ from concepts import (
 from noema.errors import ConfigError, InvalidInput, MigrationError, StorageError
 from noema.storage import ops
 from noema.storage._sqlite_schema import MIGRATIONS
+from noema.storage._sqlite_vectors import VectorIndexes
 
 __all__ = ["SQLiteStorage"]
 
@@ -65,6 +70,7 @@ _MEMORY_COLUMNS = (
     "content_hash",
     "feedback_count",
     "feedback_mean",
+    "decay",
 )
 _TIME_COLUMNS = frozenset(
     {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
@@ -140,6 +146,7 @@ def _memory_row(m: Memory) -> tuple[Any, ...]:
         m.content_hash,
         m.feedback_count,
         m.feedback_mean,
+        m.decay.value,
     )
 
 
@@ -153,6 +160,7 @@ def _memory_from_row(row: Sequence[Any]) -> Memory:
     data["epistemic"] = Epistemic(data["epistemic"])
     data["channel"] = Channel(data["channel"])
     data["status"] = Status(data["status"])
+    data["decay"] = DecayClass(data["decay"])
     data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
     data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
     return trusted(Memory, data)
@@ -237,11 +245,26 @@ def _parse_path(url: str) -> str:
 class _Session:
     """Runs operations on one connection inside one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, write: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, write: bool, vectors: VectorIndexes) -> None:
         self._conn = conn
         self._write = write
+        self._vectors = vectors
+        # Vectors written in this (uncommitted) transaction must not enter the index.
+        self._wrote_vectors = False
 
     def run(self, op: ops.Op[R]) -> R:
+        if isinstance(op, ops.SearchVectors):
+            try:
+                return cast(
+                    R,
+                    self._vectors.search(
+                        self._conn, op, _vector_rows, sync=not self._wrote_vectors
+                    ),
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"SQLite failed on SearchVectors: {exc}") from exc
+        if isinstance(op, ops.PutVectors):
+            self._wrote_vectors = True
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise TypeError(f"SQLite backend has no handler for {type(op).__name__}")
@@ -446,6 +469,104 @@ def _count_memories(conn: sqlite3.Connection, op: ops.CountMemories) -> list[tup
     ).fetchall()
 
 
+def _put_vectors(conn: sqlite3.Connection, op: ops.PutVectors) -> None:
+    vectors = np.ascontiguousarray(op.vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(op.ids):
+        raise ValueError(f"PutVectors: {len(op.ids)} ids but vectors of shape {vectors.shape}")
+    dims = int(vectors.shape[1])
+    # REPLACE deletes and re-inserts, so a re-embedded memory gets a new, higher id.
+    conn.executemany(
+        "INSERT OR REPLACE INTO vectors (mind_id, memory_id, model, dims, vector) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (op.mind_id, i, op.model, dims, row.tobytes())
+            for i, row in zip(op.ids, vectors, strict=True)
+        ],
+    )
+
+
+def _get_vectors(conn: sqlite3.Connection, op: ops.GetVectors) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    unique = list(dict.fromkeys(op.ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        rows = conn.execute(
+            "SELECT memory_id, vector FROM vectors INDEXED BY vectors_key "
+            "WHERE mind_id = ? AND model = ? AND dims = ? "
+            f"AND memory_id IN ({_placeholders(len(chunk))})",
+            (op.mind_id, op.model, op.dims, *chunk),
+        ).fetchall()
+        found.update((r[0], np.frombuffer(r[1], dtype=np.float32)) for r in rows)
+    return found
+
+
+def _missing_vectors(conn: sqlite3.Connection, op: ops.MissingVectors) -> list[tuple[str, str]]:
+    return conn.execute(
+        "SELECT m.id, m.content FROM memories m WHERE m.mind_id = ? AND m.id > ? "
+        "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.mind_id = m.mind_id "
+        "AND v.model = ? AND v.dims = ? AND v.memory_id = m.id) ORDER BY m.id LIMIT ?",
+        (op.mind_id, op.after_id or "", op.model, op.dims, op.limit),
+    ).fetchall()
+
+
+def _count_vectors(conn: sqlite3.Connection, op: ops.CountVectors) -> tuple[int, int]:
+    with_vector = conn.execute(
+        "SELECT count(*) FROM vectors WHERE mind_id = ? AND model = ? AND dims = ?",
+        (op.mind_id, op.model, op.dims),
+    ).fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM memories WHERE mind_id = ?", (op.mind_id,))
+    return int(with_vector), int(total.fetchone()[0])
+
+
+def _vector_rows(
+    conn: sqlite3.Connection,
+    mind_id: str,
+    model: str,
+    dims: int,
+    memory_rowids: Sequence[int],
+    op: ops.SearchVectors,
+) -> list[tuple[Memory, bytes]]:
+    """Memories (by rowid) passing the search's filters, with their vector under the model."""
+    if not memory_rowids:
+        return []
+    params: list[Any] = [json.dumps(list(memory_rowids)), model, dims, mind_id]
+    where = _filter_sql(op.filters, op.as_of, params)
+    # CROSS JOIN keeps the candidate list as the outer loop: one key look-up per
+    # candidate (an IN list of rowids made the planner scan the mind's vectors).
+    rows = conn.execute(
+        f"SELECT {_MEMORY_SELECT}, v.vector FROM json_each(?) AS j "
+        "CROSS JOIN memories m ON m.rowid = j.value "
+        "CROSS JOIN vectors v ON v.mind_id = m.mind_id AND v.memory_id = m.id "
+        f"AND v.model = ? AND v.dims = ? WHERE m.mind_id = ? {where}",
+        params,
+    ).fetchall()
+    return [(_memory_from_row(r[:-1]), r[-1]) for r in rows]
+
+
+def _put_entities(conn: sqlite3.Connection, op: ops.PutEntities) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO entity_refs (mind_id, entity, memory_id) VALUES (?, ?, ?)",
+        [(op.mind_id, entity, memory_id) for memory_id, entity in op.refs],
+    )
+
+
+def _search_entities(conn: sqlite3.Connection, op: ops.SearchEntities) -> list[tuple[Memory, int]]:
+    entities = list(dict.fromkeys(op.entities))
+    if not entities:
+        return []
+    params: list[Any] = []
+    where = _filter_sql(op.filters, op.as_of, params)
+    rows = conn.execute(
+        "WITH hits AS (SELECT memory_id, count(*) AS n FROM entity_refs "
+        f"WHERE mind_id = ? AND entity IN ({_placeholders(len(entities))}) GROUP BY memory_id) "
+        f"SELECT {_MEMORY_SELECT}, hits.n FROM hits "
+        "JOIN memories m ON m.mind_id = ? AND m.id = hits.memory_id "
+        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.recorded_at DESC, m.id DESC LIMIT ?",
+        [op.mind_id, *entities, op.mind_id, *params, op.limit],
+    ).fetchall()
+    return [(_memory_from_row(r[:-1]), int(r[-1])) for r in rows]
+
+
 def _insert_relationships(conn: sqlite3.Connection, op: ops.InsertRelationships) -> None:
     conn.executemany(
         f"INSERT INTO relationships ({', '.join(_REL_COLUMNS)}) "
@@ -633,6 +754,12 @@ _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.ScanMemories: _scan_memories,
     ops.ScanActivation: _scan_activation,
     ops.CountMemories: _count_memories,
+    ops.PutVectors: _put_vectors,
+    ops.GetVectors: _get_vectors,
+    ops.MissingVectors: _missing_vectors,
+    ops.CountVectors: _count_vectors,
+    ops.PutEntities: _put_entities,
+    ops.SearchEntities: _search_entities,
     ops.InsertRelationships: _insert_relationships,
     ops.SetRelationshipStatus: _set_relationship_status,
     ops.FindRelationships: _find_relationships,
@@ -652,6 +779,8 @@ _WRITE_OPS = frozenset(
         ops.EnsureMind,
         ops.InsertMemories,
         ops.UpdateMemories,
+        ops.PutVectors,
+        ops.PutEntities,
         ops.InsertRelationships,
         ops.SetRelationshipStatus,
         ops.AppendEvents,
@@ -686,6 +815,9 @@ class SQLiteStorage:
             path = str(target)
         self.path = path
         self._lock = threading.RLock()
+        self._vectors = VectorIndexes(
+            None if path == ":memory:" else Path(path).with_name(Path(path).name + ".vectors")
+        )
         try:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -763,7 +895,7 @@ class SQLiteStorage:
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot begin a transaction on {self.path}: {exc}") from exc
             try:
-                yield _Session(conn, write)
+                yield _Session(conn, write, self._vectors)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -775,6 +907,9 @@ class SQLiteStorage:
 
     def close(self) -> None:
         with self._lock:
+            # The index is a cache: the next open rebuilds what was not saved.
+            with contextlib.suppress(sqlite3.Error):
+                self._vectors.save(self._conn)
             self._conn.close()
 
 

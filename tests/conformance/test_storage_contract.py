@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from concepts import (
@@ -1007,6 +1008,208 @@ def test_minds_never_see_each_others_rows(storage: Storage) -> None:
     assert len(search(storage, mind_a, ["secret"])) == 2
 
 
+# ---------------------------------------------------------------- vectors
+
+
+def unit(rows: Any) -> np.ndarray:
+    matrix = np.asarray(rows, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
+
+
+def insert(storage: Storage, mind_id: str, contents: Sequence[str], **fields: Any) -> list[Memory]:
+    memories = [
+        make_memory(mind_id, c, at=T0 + i * timedelta(seconds=1), **fields)
+        for i, c in enumerate(contents)
+    ]
+    write(storage, ops.InsertMemories(memories))
+    return memories
+
+
+def nearest(
+    storage: Storage,
+    mind_id: str,
+    model: str,
+    query: Any,
+    *,
+    filters: RecallFilters | None = None,
+    as_of: datetime | None = None,
+    limit: int = 10,
+) -> list[tuple[Memory, float]]:
+    op = ops.SearchVectors(mind_id, model, unit(query), filters or RecallFilters(), as_of, limit)
+    result: list[tuple[Memory, float]] = read(storage, op)
+    return result
+
+
+def test_vectors_are_keyed_by_model_and_dimensions_and_never_mix(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    a, b = insert(storage, mind, ["alpha", "beta"])
+    write(
+        storage,
+        ops.PutVectors(mind, "model-x", [a.id, b.id], unit([[1, 0, 0, 0], [0, 1, 0, 0]])),
+        ops.PutVectors(mind, "model-y", [a.id], unit([[0, 0, 1, 0]])),
+        ops.PutVectors(mind, "model-x", [b.id], unit([[1, 1, 1, 1, 1, 1, 1, 1]])),
+    )
+    x = read(storage, ops.GetVectors(mind, "model-x", 4, [a.id, b.id, "missing"]))
+    assert sorted(x) == [a.id, b.id]
+    assert np.allclose(x[a.id], [1, 0, 0, 0]) and x[a.id].dtype == np.float32
+    y = read(storage, ops.GetVectors(mind, "model-y", 4, [a.id, b.id]))
+    assert sorted(y) == [a.id] and np.allclose(y[a.id], [0, 0, 1, 0])
+    wide = read(storage, ops.GetVectors(mind, "model-x", 8, [a.id, b.id]))
+    assert sorted(wide) == [b.id] and wide[b.id].shape == (8,)
+    # Searching one model sees only its own vectors, scored in its own space.
+    hits = nearest(storage, mind, "model-y", [0, 0, 1, 0])
+    assert [(m.id, round(sim, 6)) for m, sim in hits] == [(a.id, 1.0)]
+    hits = nearest(storage, mind, "model-x", [0, 0, 1, 0])
+    assert {m.id for m, _ in hits} == {a.id, b.id}
+    assert all(abs(sim) < 1e-6 for _, sim in hits)
+    assert nearest(storage, mind, "model-z", [1, 0, 0, 0]) == []
+    assert [m.id for m, _ in nearest(storage, mind, "model-x", [1] * 8)] == [b.id]
+
+
+def test_search_vectors_scores_exactly_and_widens_past_filters(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    rng = np.random.default_rng(7)
+    count, dims = 6_000, 8  # past the size where an index may answer approximately
+    contents = [f"memory {i}" for i in range(count)]
+    kinds = [MemoryKind.PROCEDURAL if i % 50 == 0 else MemoryKind.SEMANTIC for i in range(count)]
+    memories = [
+        make_memory(mind, c, at=T0 + i * timedelta(seconds=1), kind=k)
+        for i, (c, k) in enumerate(zip(contents, kinds, strict=True))
+    ]
+    write(storage, ops.InsertMemories(memories))
+    vectors = unit(rng.standard_normal((count, dims)))
+    write(storage, ops.PutVectors(mind, "m8", [m.id for m in memories], vectors))
+    query = unit(rng.standard_normal(dims))
+    exact = vectors @ query
+    hits = nearest(storage, mind, "m8", query, limit=10)
+    best = np.argsort(-exact)[:10]
+    assert [m.id for m, _ in hits] == [memories[i].id for i in best]
+    assert np.allclose([sim for _, sim in hits], exact[best], atol=1e-6)
+    # A filter that most of the nearest fail: the search widens until enough pass.
+    procedural = RecallFilters(kinds=(MemoryKind.PROCEDURAL,))
+    hits = nearest(storage, mind, "m8", query, filters=procedural, limit=5)
+    wanted = [i for i in np.argsort(-exact) if kinds[i] == MemoryKind.PROCEDURAL][:5]
+    assert [m.id for m, _ in hits] == [memories[i].id for i in wanted]
+
+
+def test_search_vectors_honours_status_and_as_of(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    old, new, gone = insert(storage, mind, ["old value", "new value", "retracted"])
+    write(
+        storage,
+        ops.UpdateMemories(
+            mind,
+            [
+                (old.id, {"status": Status.SUPERSEDED, "valid_to": T0 + DAY}),
+                (gone.id, {"status": Status.RETRACTED}),
+            ],
+        ),
+        ops.PutVectors(mind, "v", [old.id, new.id, gone.id], unit([[1, 0], [1, 0.1], [1, 0]])),
+    )
+    assert [m.id for m, _ in nearest(storage, mind, "v", [1, 0])] == [new.id]
+    both = RecallFilters(statuses=(Status.ACTIVE, Status.SUPERSEDED))
+    hits = nearest(storage, mind, "v", [1, 0], filters=both, as_of=T0 + DAY / 2)
+    assert [m.id for m, _ in hits] == [old.id, new.id]
+
+
+def test_replaced_vectors_are_searched_as_replaced_and_rollbacks_leave_nothing(
+    storage: Storage,
+) -> None:
+    mind = ensure_mind(storage, "m")
+    a, b = insert(storage, mind, ["a", "b"])
+    write(storage, ops.PutVectors(mind, "v", [a.id, b.id], unit([[1, 0], [0, 1]])))
+    assert nearest(storage, mind, "v", [1, 0])[0][0].id == a.id
+    write(storage, ops.PutVectors(mind, "v", [a.id], unit([[0, 1]])))
+    hits = nearest(storage, mind, "v", [1, 0])
+    assert [round(sim, 6) for _, sim in hits] == [0.0, 0.0]
+    assert np.allclose(read(storage, ops.GetVectors(mind, "v", 2, [a.id]))[a.id], [0, 1])
+    c = insert(storage, mind, ["c"])[0]
+    with pytest.raises(RuntimeError), storage.transaction() as session:
+        session.run(ops.PutVectors(mind, "v", [c.id], unit([[1, 0]])))
+        raise RuntimeError("abort")
+    assert read(storage, ops.GetVectors(mind, "v", 2, [c.id])) == {}
+    assert c.id not in {m.id for m, _ in nearest(storage, mind, "v", [1, 0])}
+
+
+def test_vector_search_survives_reopening_the_store(store_url: str) -> None:
+    store = open_storage(store_url)
+    mind = ensure_mind(store, "m")
+    memories = insert(store, mind, [f"m{i}" for i in range(50)])
+    rng = np.random.default_rng(3)
+    vectors = unit(rng.standard_normal((50, 6)))
+    write(store, ops.PutVectors(mind, "v", [m.id for m in memories], vectors))
+    query = unit(rng.standard_normal(6))
+    before = [(m.id, round(s, 6)) for m, s in nearest(store, mind, "v", query)]
+    store.close()
+    store = open_storage(store_url)
+    try:
+        after = [(m.id, round(s, 6)) for m, s in nearest(store, mind, "v", query)]
+        assert after == before
+        extra = insert(store, mind, ["late"])[0]
+        write(store, ops.PutVectors(mind, "v", [extra.id], query.reshape(1, -1)))
+        assert nearest(store, mind, "v", query)[0][0].id == extra.id
+    finally:
+        store.close()
+
+
+def test_missing_and_counted_vectors_follow_model_and_dimensions(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    memories = insert(storage, mind, [f"m{i}" for i in range(5)])
+    ids = sorted(m.id for m in memories)
+    assert read(storage, ops.CountVectors(mind, "v", 2)) == (0, 5)
+    write(storage, ops.PutVectors(mind, "v", [ids[1], ids[3]], unit([[1, 0], [0, 1]])))
+    missing = read(storage, ops.MissingVectors(mind, "v", 2))
+    assert missing == [
+        (i, next(m.content for m in memories if m.id == i))
+        for i in ids
+        if i not in (ids[1], ids[3])
+    ]
+    page = read(storage, ops.MissingVectors(mind, "v", 2, after_id=ids[0], limit=1))
+    assert [i for i, _ in page] == [ids[2]]
+    assert [i for i, _ in read(storage, ops.MissingVectors(mind, "v", 3))] == ids
+    assert read(storage, ops.CountVectors(mind, "v", 2)) == (2, 5)
+    assert read(storage, ops.CountVectors(mind, "other", 2)) == (0, 5)
+
+
+# ---------------------------------------------------------------- entities
+
+
+def test_entity_references_rank_by_shared_entities(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    both, one, none, retracted = insert(storage, mind, ["both", "one", "none", "retracted"])
+    write(
+        storage,
+        ops.UpdateMemories(mind, [(retracted.id, {"status": Status.RETRACTED})]),
+        ops.PutEntities(
+            mind,
+            [
+                (both.id, "name:ada"),
+                (both.id, "code:inc-1"),
+                (both.id, "name:ada"),  # a repeat is ignored
+                (one.id, "name:ada"),
+                (retracted.id, "name:ada"),
+                (none.id, "name:bob"),
+            ],
+        ),
+    )
+    found = read(
+        storage, ops.SearchEntities(mind, ["name:ada", "code:inc-1"], RecallFilters(), None, 10)
+    )
+    assert [(m.id, n) for m, n in found] == [(both.id, 2), (one.id, 1)]
+    only_one = read(storage, ops.SearchEntities(mind, ["name:ada"], RecallFilters(), None, 1))
+    assert len(only_one) == 1
+    assert read(storage, ops.SearchEntities(mind, [], RecallFilters(), None, 10)) == []
+    other = ensure_mind(storage, "other")
+    assert read(storage, ops.SearchEntities(other, ["name:ada"], RecallFilters(), None, 10)) == []
+    assert read(storage, ops.GetVectors(other, "v", 2, [both.id])) == {}
+    query = unit([1.0, 0.0])
+    assert read(storage, ops.SearchVectors(other, "v", query, RecallFilters(), None, 5)) == []
+    # A reference from one mind to another's memory is refused, and nothing is written.
+    with pytest.raises(StorageError):
+        write(storage, ops.PutEntities(other, [(both.id, "name:ada")]))
+    assert read(storage, ops.SearchEntities(other, ["name:ada"], RecallFilters(), None, 10)) == []
+
+
 def test_every_operation_of_the_contract_is_exercised_here() -> None:
     """A new op joins the contract only with its tests in this file."""
     source = Path(__file__).read_text(encoding="utf-8")
@@ -1015,6 +1218,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 24
+    assert len(operations) == 31
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []

@@ -1,0 +1,200 @@
+"""Vector search for the SQLite backend: an HNSW index per (mind, model, dimensions).
+
+The ``vectors`` table is the truth; the index (usearch, int8 HNSW) only finds
+candidates, which are then scored exactly against their float32 rows, so a
+result's similarity is never approximate (ADR 0008). Vector ids only grow, so
+an index catches up by loading rows past the last id it holds. Indexes of a
+file database are saved beside it (``<file>.vectors/``) when the store closes
+and reloaded on the next open; a missing, stale or unreadable index file is
+rebuilt from the table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from usearch.index import Index
+
+from concepts import Memory
+from noema.storage import ops
+
+__all__ = ["VectorIndexes"]
+
+#: Candidates taken from the index per result asked for, and at least this many.
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 100
+#: Below this many vectors the index is searched exhaustively (exact and cheap).
+EXACT_BELOW = 5_000
+#: Build and search breadth of the HNSW graph (usearch's defaults are 128 and 64).
+EXPANSION_ADD = 64
+MIN_EXPANSION_SEARCH = 128
+#: Candidates re-scored exactly at least, whatever the limit (the index's order is
+#: approximate: int8 distances and, past EXACT_BELOW, a graph search).
+RESCORE_MIN = 64
+#: Rows read from the table per step while an index catches up.
+SYNC_CHUNK = 20_000
+
+RowsWhere = Callable[
+    [sqlite3.Connection, str, str, int, Sequence[int], ops.SearchVectors], list[Any]
+]
+
+
+@dataclass
+class _Index:
+    index: Index
+    watermark: int  # the highest vector id the index holds
+    saved: int  # the watermark of the file it was last saved to (or loaded from)
+
+
+class VectorIndexes:
+    """The HNSW indexes of one SQLite store, kept in memory and saved on ``close``."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self._indexes: dict[tuple[str, str, int], _Index] = {}
+
+    # ------------------------------------------------------------ search
+
+    def search(
+        self, conn: sqlite3.Connection, op: ops.SearchVectors, rows_where: RowsWhere, *, sync: bool
+    ) -> list[tuple[Memory, float]]:
+        """Exact cosine of the best candidates the index offers, widening until enough pass."""
+        query = np.asarray(op.query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(query))
+        if norm == 0 or not np.isfinite(norm):
+            return []
+        if abs(norm - 1.0) > 1e-6:  # embedders give unit vectors; keep their bits when they do
+            query = query / norm
+        dims = int(query.shape[0])
+        entry = self._entry(conn, op.mind_id, op.model, dims, sync=sync)
+        size = len(entry.index)
+        if size == 0:
+            return []
+        wanted = max(op.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+        while True:
+            count = min(wanted, size)
+            exhaustive = size <= EXACT_BELOW or count >= size
+            entry.index.expansion_search = max(MIN_EXPANSION_SEARCH, count)  # type: ignore[misc]
+            found = entry.index.search(query, count, exact=exhaustive)
+            keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
+            # Candidates come best first: read them in slices until enough pass the filters.
+            rows: list[tuple[Memory, bytes]] = []
+            step = max(op.limit * 2, RESCORE_MIN)
+            for start in range(0, len(keys), step):
+                rows += rows_where(conn, op.mind_id, op.model, dims, keys[start : start + step], op)
+                if len(rows) >= op.limit:
+                    break
+            if len(rows) >= op.limit or exhaustive:
+                break
+            wanted *= CANDIDATE_FACTOR
+        scored = [
+            (memory, float(np.frombuffer(blob, dtype=np.float32) @ query)) for memory, blob in rows
+        ]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored[: op.limit]
+
+    # ------------------------------------------------------------ upkeep
+
+    def _entry(
+        self, conn: sqlite3.Connection, mind_id: str, model: str, dims: int, *, sync: bool
+    ) -> _Index:
+        key = (mind_id, model, dims)
+        entry = self._indexes.get(key)
+        if entry is None:
+            entry = self._load(conn, key) or _Index(self._new(dims), 0, 0)
+            self._indexes[key] = entry
+            sync = True
+        if sync:
+            self._catch_up(conn, key, entry)
+        return entry
+
+    @staticmethod
+    def _new(dims: int) -> Index:
+        return Index(ndim=dims, metric="cos", dtype="i8", expansion_add=EXPANSION_ADD)
+
+    @staticmethod
+    def _catch_up(conn: sqlite3.Connection, key: tuple[str, str, int], entry: _Index) -> None:
+        mind_id, model, dims = key
+        while True:
+            rows = conn.execute(
+                "SELECT v.id, m.rowid, v.vector FROM vectors v "
+                "JOIN memories m ON m.mind_id = v.mind_id AND m.id = v.memory_id "
+                "WHERE v.mind_id = ? AND v.model = ? AND v.dims = ? AND v.id > ? "
+                "ORDER BY v.id LIMIT ?",
+                (mind_id, model, dims, entry.watermark, SYNC_CHUNK),
+            ).fetchall()
+            if not rows:
+                return
+            # A memory re-embedded since the last catch-up: its newest row wins.
+            latest = {memory_rowid: blob for _, memory_rowid, blob in rows}
+            keys = np.fromiter(latest, dtype=np.uint64, count=len(latest))
+            present = np.asarray(entry.index.contains(keys), dtype=bool).reshape(-1)
+            if present.any():
+                entry.index.remove(keys[present])
+            vectors = np.frombuffer(b"".join(latest.values()), dtype=np.float32)
+            entry.index.add(keys, vectors.reshape(len(latest), dims))
+            entry.watermark = int(rows[-1][0])
+
+    # ------------------------------------------------------------ persistence
+
+    def _stem(self, key: tuple[str, str, int]) -> str:
+        return hashlib.blake2b("\x1f".join(map(str, key)).encode(), digest_size=8).hexdigest()
+
+    @staticmethod
+    def _fingerprint(conn: sqlite3.Connection, vector_id: int) -> str | None:
+        row = conn.execute("SELECT vector FROM vectors WHERE id = ?", (vector_id,)).fetchone()
+        return None if row is None else hashlib.blake2b(row[0], digest_size=6).hexdigest()
+
+    def _files(self, key: tuple[str, str, int]) -> list[tuple[int, str, Path]]:
+        if self.directory is None or not self.directory.is_dir():
+            return []
+        found = []
+        for path in self.directory.glob(f"{self._stem(key)}.*.usearch"):
+            parts = path.name.split(".")
+            if len(parts) == 4 and parts[1].isdigit():
+                found.append((int(parts[1]), parts[2], path))
+        return sorted(found, reverse=True)
+
+    def _load(self, conn: sqlite3.Connection, key: tuple[str, str, int]) -> _Index | None:
+        """The newest saved index whose last vector is still the table's row with that id."""
+        for watermark, fingerprint, path in self._files(key):
+            if self._fingerprint(conn, watermark) != fingerprint:
+                continue  # written for another database, or a rolled-back write
+            try:
+                index = Index.restore(str(path))
+            except Exception:  # a truncated or foreign file: rebuild from the table instead
+                continue
+            if index is None or index.ndim != key[2]:
+                continue
+            index.expansion_add = EXPANSION_ADD  # type: ignore[misc]
+            return _Index(index, watermark, watermark)
+        return None
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        """Write every index that grew since it was loaded or saved; drop older files."""
+        if self.directory is None:
+            return
+        for key, entry in self._indexes.items():
+            if entry.watermark <= entry.saved:
+                continue
+            fingerprint = self._fingerprint(conn, entry.watermark)
+            if fingerprint is None:
+                continue
+            with contextlib.suppress(OSError):
+                self.directory.mkdir(parents=True, exist_ok=True)
+                name = f"{self._stem(key)}.{entry.watermark}.{fingerprint}.usearch"
+                temporary = self.directory / f".{name}.{os.getpid()}.tmp"
+                entry.index.save(str(temporary))
+                os.replace(temporary, self.directory / name)
+                entry.saved = entry.watermark
+                for watermark, _, path in self._files(key):
+                    if watermark < entry.watermark:
+                        path.unlink(missing_ok=True)
