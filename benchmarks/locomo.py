@@ -193,27 +193,55 @@ class Retriever(Protocol):
     name: str
     description: str
 
-    def prepare(self, mind: Any) -> None: ...
-
     def search(self, mind: Any, question: str, limit: int) -> list[str]: ...
 
 
-class TextRecall:
-    """``Mind.recall`` as configured by default: weighted sum, no vectors (text 0.65)."""
+def _view(mind: Any, *, vectors: bool, **config: Any) -> Any:
+    """The same mind and store under another recall configuration (nothing is copied)."""
+    from noema import Mind
+    from noema.config import MindConfig
 
-    name = "text"
-    description = "default weighted recall, no vectors (text 0.65)"
+    return Mind(
+        mind.storage,
+        mind.info,
+        config=MindConfig(**config),
+        clock=mind.clock,
+        owns_storage=False,
+        embedder=mind.embedder if vectors else None,
+    )
 
-    def prepare(self, mind: Any) -> None:
-        return None
+
+@dataclass
+class Recall:
+    """``Mind.recall`` under one configuration."""
+
+    name: str
+    description: str
+    vectors: bool
+    config: dict[str, Any] = field(default_factory=dict)
 
     def search(self, mind: Any, question: str, limit: int) -> list[str]:
-        results = mind.recall(question, limit=limit, peek=True)
+        view = _view(mind, vectors=self.vectors, **self.config)
+        results = view.recall(question, limit=limit, peek=True)
         return [r.memory.id for r in results[:limit]]
 
 
-#: Modes by name. To add: ``vector``, ``weighted`` (text + vector), ``rrf``.
-MODES: dict[str, Retriever] = {"text": TextRecall()}
+def _vector_only() -> dict[str, Any]:
+    from noema.config import RecallWeights
+
+    zero = dict.fromkeys(("text", "recency", "activation", "importance", "credibility"), 0.0)
+    return {"weights": RecallWeights(**zero, vector=1.0)}
+
+
+#: Modes by name.
+MODES: dict[str, Retriever] = {
+    "text": Recall("text", "weighted recall without vectors (text 0.65)", vectors=False),
+    "vector": Recall("vector", "cosine similarity only (weight 1, all others 0)", vectors=True),
+    "weighted": Recall("weighted", "the default: weighted sum with vectors", vectors=True),
+    "rrf": Recall("rrf", "reciprocal-rank fusion (k=60) of text, vector, graph", vectors=True),
+}
+MODES["vector"].config.update(_vector_only())  # type: ignore[attr-defined]
+MODES["rrf"].config.update({"fusion": "rrf"})  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ scoring
@@ -262,6 +290,7 @@ def run(
     conversations: Sequence[Conversation],
     modes: Sequence[str],
     *,
+    embedder: str = "minilm",
     progress: bool = True,
 ) -> dict[str, Any]:
     """Index each conversation into a fresh mind and score every mode's recall."""
@@ -279,7 +308,9 @@ def run(
         url = f"sqlite:///{tmp}/locomo.db"
         for number, conv in enumerate(conversations, start=1):
             clock = ManualClock(max(t.at for t in conv.turns))
-            with Mind.open(url, conv.sample_id, config=MindConfig(), clock=clock) as mind:
+            with Mind.open(
+                url, conv.sample_id, config=MindConfig(), clock=clock, embedder=embedder
+            ) as mind:
                 items = [
                     MemoryInput(
                         content=t.content,
@@ -299,7 +330,6 @@ def run(
                 for mode in modes:
                     retriever = MODES[mode]
                     t0 = time.perf_counter()
-                    retriever.prepare(mind)
                     for q in conv.questions:
                         ids = retriever.search(mind, q.text, LIMIT)
                         ranked = [dia_ids.get(i, set()) for i in ids]
@@ -417,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         "--audit", action="store_true", help=f"apply corrected evidence from {AUDIT_NAME}"
     )
     parser.add_argument("--limit", type=int, help="only the first N conversations")
+    parser.add_argument(
+        "--embedder", default="minilm", help="embedder of the vector modes (minilm, hash[:DIMS])"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -433,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         audit = load_audit(audit_path, args.data)
     conversations = load(args.data, audit=audit)[: args.limit]
-    report = run(conversations, args.mode, progress=not args.quiet)
+    report = run(conversations, args.mode, embedder=args.embedder, progress=not args.quiet)
     try:
         data_arg = args.data.resolve().relative_to(REPO.parent)
         data_shown = f"../{data_arg}"

@@ -7,7 +7,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 DEFAULT_MIND = "default"
+#: ``minilm`` when the embeddings extra is installed, else none (noema.embeddings).
+DEFAULT_EMBEDDER = "auto"
 DEFAULT_MIN_CONFIDENCE = 0.5
 DEFAULT_HALF_LIFE_DAYS = 14.0
 DEFAULT_RECENCY_DAYS = 30.0
@@ -35,6 +37,7 @@ DEFAULT_DECAY_SECONDS = 3_600.0
 DEFAULT_REFLECT_SECONDS = 1_800.0
 DEFAULT_EMBED_MISSING_SECONDS = 600.0
 DEFAULT_LEASE_SECONDS = 300.0
+DEFAULT_RRF_K = 60
 
 
 class RecallWeights(BaseModel):
@@ -42,22 +45,29 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    text: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
-    vector: float = Field(default=0.25, ge=0.0, le=1.0, allow_inf_nan=False)
-    recency: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
-    activation: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
-    importance: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    text: float = Field(default=0.30, ge=0.0, le=1.0, allow_inf_nan=False)
+    vector: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    activation: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    importance: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     credibility: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    graph: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
-        """The weights in use: without vectors the vector weight moves to text."""
+        """The weights in use: without vectors the vector weight moves to text.
+
+        A zero graph weight is left out, so the graph lane adds candidates only.
+        """
         weights = self.model_dump()
+        if not weights["graph"]:
+            del weights["graph"]
         if not vectors:
             weights["text"] = round(weights["text"] + weights.pop("vector"), 12)
         return weights
 
 
-#: Text 0.40, vector 0.25, recency, activation and importance 0.10, credibility 0.05.
+#: Text 0.30, vector 0.40, recency, activation, importance and credibility 0.05 each
+#: (measured on LoCoMo, ADR 0008); without vectors, text 0.70.
 DEFAULT_WEIGHTS = RecallWeights()
 
 
@@ -70,11 +80,19 @@ class WritePolicy(BaseModel):
 
 
 class MindConfig(BaseModel):
-    """Per-mind behaviour of memory: recall weights, write policy, activation dynamics."""
+    """Per-mind behaviour of memory: recall weights and fusion, write policy, dynamics.
+
+    ``fusion`` is the default way lanes combine (``weighted`` sum or ``rrf``);
+    ``embed_on_write`` embeds new memories inline (else the ``embed-missing`` job
+    does it later).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     weights: RecallWeights = DEFAULT_WEIGHTS
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = Field(default=DEFAULT_RRF_K, ge=1, le=10_000)
+    embed_on_write: bool = True
     policy: WritePolicy = WritePolicy()
     half_life_days: float = Field(default=DEFAULT_HALF_LIFE_DAYS, gt=0)
     recency_days: float = Field(default=DEFAULT_RECENCY_DAYS, gt=0)
@@ -138,6 +156,7 @@ class Settings(BaseModel):
 
     database_url: str | None = None
     mind: str = DEFAULT_MIND
+    embedder: str = DEFAULT_EMBEDDER
     memory: MindConfig = MindConfig()
     minds: dict[str, MindConfig] = Field(default_factory=dict)
     jobs: JobsConfig = JobsConfig()
@@ -164,7 +183,8 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Settings from ``NOEMA_CONFIG`` (a TOML file), ``NOEMA_DATABASE_URL``, ``NOEMA_MIND``."""
+        """Settings from ``NOEMA_CONFIG`` (a TOML file) and ``NOEMA_DATABASE_URL``,
+        ``NOEMA_MIND``, ``NOEMA_EMBEDDER``, which override the file."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         path = env.get("NOEMA_CONFIG")
@@ -179,6 +199,8 @@ class Settings(BaseModel):
             data["database_url"] = env["NOEMA_DATABASE_URL"]
         if env.get("NOEMA_MIND"):
             data["mind"] = env["NOEMA_MIND"]
+        if env.get("NOEMA_EMBEDDER"):
+            data["embedder"] = env["NOEMA_EMBEDDER"]
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -8,10 +8,12 @@ from datetime import datetime
 from types import TracebackType
 from typing import IO, Any
 
+from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
 from concepts import (
     Channel,
+    DecayClass,
     Epistemic,
     Event,
     EventKind,
@@ -30,7 +32,8 @@ from concepts import (
 )
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
-from noema.errors import InvalidInput, NotFound, from_validation
+from noema.embeddings import Embedder, as_embedder, load_embedder
+from noema.errors import ConfigError, InvalidInput, NotFound, from_validation
 from noema.ids import new_id
 from noema.memory.audit import VerifyReport, verify_records
 from noema.memory.decay import DecayReport, run_decay
@@ -68,6 +71,9 @@ def recall_query(
     as_of: datetime | str | None = None,
     peek: bool = False,
     mode: str = "any",
+    fusion: str | None = None,
+    explore: bool = False,
+    seed: int | None = None,
     **filter_fields: Any,
 ) -> RecallQuery:
     """A validated ``RecallQuery``; ``InvalidInput`` names the first bad field."""
@@ -76,7 +82,15 @@ def recall_query(
             filters = filters.model_dump()
         merged = RecallFilters.model_validate({**(filters or {}), **filter_fields})
         return RecallQuery(
-            text=query, limit=limit, filters=merged, as_of=as_of, peek=peek, mode=mode
+            text=query,
+            limit=limit,
+            filters=merged,
+            as_of=as_of,
+            peek=peek,
+            mode=mode,
+            fusion=fusion,
+            explore=explore,
+            seed=seed,
         )
     except ValidationError as exc:
         raise from_validation(exc) from None
@@ -96,14 +110,16 @@ class Mind:
         config: MindConfig | None = None,
         clock: Clock | None = None,
         owns_storage: bool = True,
+        embedder: Embedder | Embeddings | None = None,
     ) -> None:
         self.storage = storage
         self.info = info
         self.config = config or MindConfig()
         self.clock: Clock = clock or SystemClock()
+        self.embedder = None if embedder is None else as_embedder(embedder)
         self._owns_storage = owns_storage
-        self._reconciler = Reconciler(storage, info, self.config, self.clock)
-        self._recaller = Recaller(storage, info, self.config, self.clock)
+        self._reconciler = Reconciler(storage, info, self.config, self.clock, self.embedder)
+        self._recaller = Recaller(storage, info, self.config, self.clock, self.embedder)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -116,13 +132,19 @@ class Mind:
         config: MindConfig | None = None,
         clock: Clock | None = None,
         settings: Settings | None = None,
+        embedder: Embedder | Embeddings | str | None = None,
     ) -> Mind:
         """Open (creating when missing) the mind ``name`` in the store at ``url``.
 
         Without ``url``: ``NOEMA_DATABASE_URL``, else a SQLite file in the user's
         data directory. Without ``name``: ``NOEMA_MIND``, else ``"default"``.
+        ``embedder`` is an ``Embedder``, any LangChain ``Embeddings`` with a
+        ``model_name``, or a name (``"minilm"``, ``"hash"``, ``"none"``); without
+        it, ``NOEMA_EMBEDDER``, else ``auto`` (minilm when installed).
         """
         settings = settings or Settings.from_env()
+        if embedder is None or isinstance(embedder, str):
+            embedder = load_embedder(embedder if embedder is not None else settings.embedder)
         name = name if name is not None else settings.mind
         name = name.strip()
         if not name or len(name) > 100 or any(ord(c) < 32 for c in name):
@@ -136,7 +158,13 @@ class Mind:
         except BaseException:
             storage.close()
             raise
-        return cls(storage, info, config=config or settings.mind_config(name), clock=clock)
+        return cls(
+            storage,
+            info,
+            config=config or settings.mind_config(name),
+            clock=clock,
+            embedder=embedder,
+        )
 
     def close(self) -> None:
         """Close the store (when this mind opened it)."""
@@ -178,6 +206,7 @@ class Mind:
         importance: float = 0.5,
         confidence: float = 0.8,
         salience: float = 0.5,
+        decay: DecayClass | str = DecayClass.STABLE,
         valid_from: datetime | str | None = None,
         at: datetime | str | None = None,
         tags: Sequence[str] = (),
@@ -187,7 +216,11 @@ class Mind:
         force: bool = False,
         origin_event: str | None = None,
     ) -> Memory:
-        """Remember one thing; identical active content is reinforced and returned instead."""
+        """Remember one thing; identical active content is reinforced and returned instead.
+
+        ``decay`` (``ephemeral``, ``stable``, ``permanent``) sets how fast its
+        confidence fades at query time.
+        """
         try:
             built_links = tuple(
                 link if isinstance(link, Link) else Link(relation=link[0], target=link[1])
@@ -205,6 +238,7 @@ class Mind:
                 "importance": importance,
                 "confidence": confidence,
                 "salience": salience,
+                "decay": decay,
                 "valid_from": valid_from,
                 "at": at,
                 "tags": tags if isinstance(tags, str) else tuple(tags),
@@ -312,6 +346,9 @@ class Mind:
         as_of: datetime | str | None = None,
         peek: bool = False,
         mode: str = "any",
+        fusion: str | None = None,
+        explore: bool = False,
+        seed: int | None = None,
         **filter_fields: Any,
     ) -> list[RecallResult]:
         """Recall memories for ``query``, each with the components of its score.
@@ -320,7 +357,8 @@ class Mind:
         (``kinds``, ``epistemics``, ``statuses``, ``channels``, ``tags``, ``key``,
         ``since``, ``until``, ``min_confidence``), or the whole request comes as
         one ``RecallQuery``. Unless ``peek``, every returned memory is reinforced
-        and a ``memory_retrieved`` event logged.
+        and a ``memory_retrieved`` event logged. ``fusion`` (``weighted`` or
+        ``rrf``) overrides the mind's default; ``explore`` adds Thompson sampling.
         """
         if not isinstance(query, RecallQuery):
             query = recall_query(
@@ -330,6 +368,9 @@ class Mind:
                 as_of=as_of,
                 peek=peek,
                 mode=mode,
+                fusion=fusion,
+                explore=explore,
+                seed=seed,
                 **filter_fields,
             )
         return self._recaller.recall(query)
@@ -393,7 +434,7 @@ class Mind:
         *,
         attention: AttentionConfig | None = None,
         chat_model: Any = None,
-        embedder: Any = None,
+        embedder: Embedder | Embeddings | None = None,
         timeout: float = 10.0,
         max_failures: int = 3,
     ) -> Workspace:
@@ -408,7 +449,7 @@ class Mind:
             reconciler=self._reconciler,
             recaller=self._recaller,
             chat_model=chat_model,
-            embedder=embedder,
+            embedder=as_embedder(embedder) if embedder is not None else self.embedder,
         )
         chosen = list(processes) if processes is not None else [Attend(), Retrieve(), Reflect()]
         return Workspace(
@@ -449,6 +490,34 @@ class Mind:
         return asyncio.run(one_cycle())
 
     # ------------------------------------------------------------ maintenance
+
+    def embed_missing(self, progress: Progress | None = None, *, batch: int = 256) -> int:
+        """Embed every memory that has no vector under the configured model; returns how many.
+
+        Idempotent and safe beside writers: each batch is embedded outside any
+        transaction and stored in its own. ``progress(done, total)`` follows it.
+        """
+        if self.embedder is None:
+            raise ConfigError("no embedder is configured (set NOEMA_EMBEDDER, e.g. minilm or hash)")
+        model, dims = self.embedder.model, self.embedder.dims
+        with self.storage.transaction(write=False) as session:
+            have, total = session.run(ops.CountVectors(self.id, model, dims))
+        todo, done, after = total - have, 0, None
+        if progress:
+            progress(0, todo)
+        while True:
+            with self.storage.transaction(write=False) as session:
+                rows = session.run(ops.MissingVectors(self.id, model, dims, after, batch))
+            if not rows:
+                break
+            vectors = self.embedder.documents([content for _, content in rows])
+            with self.storage.transaction() as session:
+                session.run(ops.PutVectors(self.id, model, [i for i, _ in rows], vectors))
+            done += len(rows)
+            after = rows[-1][0]
+            if progress:
+                progress(min(done, max(todo, done)), max(todo, done))
+        return done
 
     def decay(self) -> DecayReport:
         """Run the decay job now (idempotent; never deletes)."""

@@ -6,6 +6,7 @@ machine without a server skips it with a reason) and the whole suite runs on it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,21 @@ from noema import ManualClock, Mind
 
 BACKENDS = [pytest.param("sqlite", id="sqlite")]
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_default_embedder() -> Iterator[None]:
+    """Tests choose their embedder: by default none, so results never hang on torch.
+
+    Tests of embeddings pass one explicitly (``embedder=...`` or ``NOEMA_EMBEDDER``).
+    """
+    saved = os.environ.get("NOEMA_EMBEDDER")
+    os.environ["NOEMA_EMBEDDER"] = "none"
+    yield
+    if saved is None:
+        os.environ.pop("NOEMA_EMBEDDER", None)
+    else:
+        os.environ["NOEMA_EMBEDDER"] = saved
 
 
 @pytest.fixture(params=BACKENDS)

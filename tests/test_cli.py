@@ -68,6 +68,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.startswith("NOEMA_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("NOEMA_EMBEDDER", "none")  # the embedder tests choose their own
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
 
@@ -100,6 +101,7 @@ def noema(db: str, capsys: pytest.CaptureFixture[str]) -> Cli:
 def env(tmp_path: Path) -> dict[str, str]:
     """The environment of a subprocess: HOME in tmp, no XDG_DATA_HOME, no NOEMA_*."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("NOEMA_")}
+    clean["NOEMA_EMBEDDER"] = "none"
     clean.pop("XDG_DATA_HOME", None)
     clean["HOME"] = str(tmp_path)
     return clean

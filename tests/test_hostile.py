@@ -246,6 +246,7 @@ def console(*argv: str | bytes) -> subprocess.CompletedProcess[bytes]:
     """Run the installed ``noema`` console script."""
     assert NOEMA.exists(), f"the console script is not installed at {NOEMA}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOEMA_")}
+    env["NOEMA_EMBEDDER"] = "none"
     return subprocess.run(
         [str(NOEMA), *argv], capture_output=True, env=env, timeout=60, check=False
     )

@@ -506,18 +506,18 @@ def test_activation_is_bounded_at_one(open_mind: OpenMind) -> None:
     assert values[-1] > 0.999
 
 
-def test_without_vectors_text_weighs_0_65(mind: Mind) -> None:
+def test_without_vectors_text_weighs_0_70(mind: Mind) -> None:
     mind.remember("Lanterns need oil")
     [result] = mind.recall("lanterns", peek=True)
     assert result.weights == {
-        "text": 0.65,
-        "recency": 0.10,
-        "activation": 0.10,
-        "importance": 0.10,
+        "text": 0.70,
+        "recency": 0.05,
+        "activation": 0.05,
+        "importance": 0.05,
         "credibility": 0.05,
     }
     assert result.signals["text"] == 1.0
-    assert result.components["text"] == 0.65
+    assert result.components["text"] == 0.70
 
 
 def test_recall_weights_are_per_mind(open_mind: OpenMind) -> None:
@@ -540,7 +540,7 @@ def test_recall_weights_are_per_mind(open_mind: OpenMind) -> None:
     texted = by_text.recall("owl", peek=True)
     assert all(r.score == r.signals["text"] for r in texted)
     assert texted[0].score == 1.0
-    assert default.recall("owl", peek=True)[0].weights["text"] == 0.65
+    assert default.recall("owl", peek=True)[0].weights["text"] == 0.70
 
 
 # ---------------------------------------------------------------- decay

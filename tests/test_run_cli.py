@@ -26,6 +26,7 @@ def url(tmp_path: Path) -> str:
 
 def env(tmp_path: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("NOEMA_")}
+    clean["NOEMA_EMBEDDER"] = "none"
     clean["HOME"] = str(tmp_path)
     return clean
 

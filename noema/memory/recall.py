@@ -6,12 +6,18 @@ signals and its ``score`` is their sum, so every ranking explains itself.
 
 from __future__ import annotations
 
+import math
+import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from concepts import (
+    CONFIDENCE_HALF_LIFE_DAYS,
     EventKind,
     Memory,
     MindInfo,
@@ -24,17 +30,31 @@ from concepts import (
 )
 from noema.clock import Clock
 from noema.config import MindConfig
-from noema.memory.activation import decayed, recency
+from noema.embeddings import Embedder
+from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
+from noema.memory.entities import extract_entities
 from noema.memory.reconciler import EventLog, reinforcement
 from noema.storage import Session, Storage, ops
 
-__all__ = ["Recaller", "query_terms"]
+__all__ = ["Recaller", "confidence_fade", "feedback_adjustment", "query_terms"]
 
 #: Most terms a query contributes to the text lane.
 MAX_TERMS = 32
 #: Candidates scored per result asked for (and at least ``MIN_POOL``).
 POOL_FACTOR = 5
 MIN_POOL = 50
+#: The lanes that reciprocal-rank fusion combines.
+LANES = ("text", "vector", "graph")
+#: A memory one edge away from an entity match gets this share of its graph signal.
+HOP_FACTOR = 0.5
+#: Feedback adjustment: mean feedback in [-1, 1] times these.
+FEEDBACK_BOOST = 0.2
+FEEDBACK_PENALTY = 0.3
+#: Diversity: cosine above the threshold to a higher-ranked result costs (sim - t) * cost.
+DIVERSITY_THRESHOLD = 0.9
+DIVERSITY_COST = 0.5
+#: Weight of the Thompson-sampling draw (centred on the posterior mean) when exploring.
+EXPLORATION_WEIGHT = 0.1
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words too common to rank by; dropped unless the query holds nothing else.
@@ -180,23 +200,56 @@ def query_terms(text: str) -> list[str]:
     return (content or words)[:MAX_TERMS]
 
 
-class Recaller:
-    """Answers recall queries for one mind and reinforces what it returns."""
+@dataclass
+class _Candidate:
+    """One memory found by at least one lane, with what each lane said of it."""
 
-    def __init__(self, storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> None:
+    memory: Memory
+    text: float = 0.0
+    vector: float | None = None  # spread cosine in [0, 1]; None when the memory has no vector
+    cosine: float | None = None  # the raw cosine to the query
+    graph: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)  # lane -> 1-based rank
+
+
+class Recaller:
+    """Answers recall queries for one mind and reinforces what it returns.
+
+    Lanes: text (full-text rank), vector (cosine, when an embedder is set) and
+    graph (entities shared with the query, one hop along ``refers_to`` and
+    ``same_as``). ``weighted`` fusion sums weighted signals; ``rrf`` sums
+    ``1 / (k + rank)`` over the lanes. Either way ``components`` sum to ``score``.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        mind: MindInfo,
+        config: MindConfig,
+        clock: Clock,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.storage = storage
         self.mind = mind
         self.config = config
         self.clock = clock
+        self.embedder = embedder
 
     def recall(self, query: RecallQuery) -> list[RecallResult]:
         """Rank, explain and (unless ``peek``) reinforce the memories matching ``query``."""
+        vector = self.query_vector(query.text)
         with self.storage.transaction(write=not query.peek) as session:
             now = self.clock.now()
-            results = self._rank(session, query, now)
+            results = self.rank(session, query, now, vector)
             if results and not query.peek:
                 self._reinforce(session, query, results, now)
         return results
+
+    def query_vector(self, text: str) -> np.ndarray | None:
+        """The query's embedding (before any transaction: embedding is slow), if any."""
+        if self.embedder is None or not text.strip():
+            return None
+        return self.embedder.query(text)
 
     def admit(self, results: Sequence[RecallResult], query: str) -> None:
         """Reinforce results recalled with ``peek`` that were admitted later (by attention).
@@ -211,68 +264,192 @@ class Recaller:
 
     # ------------------------------------------------------------ ranking
 
-    def _rank(self, session: Session, query: RecallQuery, now: datetime) -> list[RecallResult]:
+    def rank(
+        self, session: Session, query: RecallQuery, now: datetime, vector: np.ndarray | None
+    ) -> list[RecallResult]:
+        """The ranked, explained results of ``query`` (nothing is written)."""
         filters = query.filters
         if query.as_of is not None and filters.statuses == (Status.ACTIVE,):
             # What was held true then includes what has since been superseded.
             filters = filters.model_copy(update={"statuses": (Status.ACTIVE, Status.SUPERSEDED)})
         pool = max(query.limit * POOL_FACTOR, MIN_POOL)
-        terms = query_terms(query.text)
-        if terms:
-            hits = session.run(
-                ops.SearchText(
-                    self.mind.id, terms, query.mode == "strict", filters, query.as_of, pool
-                )
-            )
-        else:
-            scanned = session.run(
-                ops.ScanMemories(self.mind.id, filters, query.as_of, order="recent", limit=pool)
-            )
-            hits = [(m, 0.0) for m in scanned]
-        if not hits:
+        found: dict[str, _Candidate] = {}
+        self._text_lane(session, query, filters, pool, found)
+        if vector is not None and self.embedder is not None:
+            self._vector_lane(session, query, filters, pool, vector, found)
+        self._graph_lane(session, query, filters, pool, found)
+        if not found:
             return []
-        best = max(rank for _, rank in hits)
         reference = query.as_of or now
+        fusion = query.fusion or self.config.fusion
+        rng = random.Random(query.seed) if query.explore else None
         scored = [
-            self._score(memory, rank / best if best > 0 else 0.0, reference, now)
-            for memory, rank in hits
+            self._score(c, fusion, reference, now, vectors=vector is not None, rng=rng)
+            for c in found.values()
         ]
         # Ties break on the content hash, not the id (whose low bits are random), so
         # the same memories rank the same way in every store.
-        scored.sort(key=lambda r: (-r[0], r[1].content_hash, r[1].id))
+        scored.sort(key=_order)
+        if fusion == "weighted" and vector is not None:
+            scored = self._diversify(session, scored, query.limit)
         top = scored[: query.limit]
         # Contradicting memories come back together: partners that pass the filters
         # are appended after the top results, and each side lists the other.
-        conflicts = self._conflicts(session, [m.id for _, m, _, _ in top])
-        present = {m.id for _, m, _, _ in top}
+        conflicts = self._conflicts(session, [s.memory.id for s in top])
+        present = {s.memory.id for s in top}
         partners = sorted({p for m_id in present for p in conflicts.get(m_id, ())} - present)
         if partners:
-            text = {m.id: rank / best if best > 0 else 0.0 for m, rank in hits}
             for memory in session.run(ops.GetMemories(self.mind.id, partners)):
                 if _passes(memory, filters, query.as_of):
-                    top.append(self._score(memory, text.get(memory.id, 0.0), reference, now))
+                    candidate = found.get(memory.id) or _Candidate(memory)
+                    top.append(
+                        self._score(
+                            candidate, fusion, reference, now, vectors=vector is not None, rng=rng
+                        )
+                    )
                     present.add(memory.id)
         return [
             RecallResult(
-                memory=memory,
+                memory=s.memory,
                 rank=index,
-                score=score,
-                components=components,
-                signals=signals,
-                weights=self._weights(),
-                conflicts=tuple(sorted(conflicts.get(memory.id, set()) & present)),
+                score=sum(s.components.values()),
+                components=s.components,
+                signals=s.signals,
+                weights=s.weights,
+                conflicts=tuple(sorted(conflicts.get(s.memory.id, set()) & present)),
             )
-            for index, (score, memory, components, signals) in enumerate(top, start=1)
+            for index, s in enumerate(top, start=1)
         ]
 
-    def _weights(self) -> dict[str, float]:
-        return self.config.weights.effective(vectors=False)
+    def _text_lane(
+        self,
+        session: Session,
+        query: RecallQuery,
+        filters: RecallFilters,
+        pool: int,
+        found: dict[str, _Candidate],
+    ) -> None:
+        terms = query_terms(query.text)
+        if not terms:
+            if query.text.strip() and self.embedder is not None:
+                return  # only punctuation or symbols: leave it to the vector lane
+            # No words: the most recent memories, unranked by text.
+            scanned = session.run(
+                ops.ScanMemories(self.mind.id, filters, query.as_of, order="recent", limit=pool)
+            )
+            for memory in scanned:
+                found[memory.id] = _Candidate(memory)
+            return
+        hits = session.run(
+            ops.SearchText(self.mind.id, terms, query.mode == "strict", filters, query.as_of, pool)
+        )
+        best = max((rank for _, rank in hits), default=0.0)
+        for position, (memory, rank) in enumerate(hits, start=1):
+            candidate = found.setdefault(memory.id, _Candidate(memory))
+            candidate.text = rank / best if best > 0 else 0.0
+            candidate.ranks["text"] = position
+
+    def _vector_lane(
+        self,
+        session: Session,
+        query: RecallQuery,
+        filters: RecallFilters,
+        pool: int,
+        vector: np.ndarray,
+        found: dict[str, _Candidate],
+    ) -> None:
+        assert self.embedder is not None
+        model = self.embedder.model
+        hits = session.run(
+            ops.SearchVectors(self.mind.id, model, vector, filters, query.as_of, pool)
+        )
+        for position, (memory, similarity) in enumerate(hits, start=1):
+            candidate = found.setdefault(memory.id, _Candidate(memory))
+            candidate.vector = similarity
+            candidate.ranks["vector"] = position
+        # Candidates of the other lanes are scored against their own vectors too.
+        missing = [c.memory.id for c in found.values() if c.vector is None]
+        if missing:
+            stored = session.run(ops.GetVectors(self.mind.id, model, int(vector.shape[0]), missing))
+            for memory_id, row in stored.items():
+                found[memory_id].vector = float(row @ vector)
+        # The signal spreads the pool's cosines over [0, 1], as the text signal is
+        # spread by the best rank: raw cosines of one model crowd into a narrow band.
+        cosines = [c.vector for c in found.values() if c.vector is not None]
+        if cosines:
+            low, high = min(cosines), max(cosines)
+            for candidate in found.values():
+                if candidate.vector is not None:
+                    candidate.cosine = candidate.vector
+                    if high > low:
+                        candidate.vector = (candidate.vector - low) / (high - low)
+                    else:  # nothing to spread: the cosine itself
+                        candidate.vector = max(candidate.vector, 0.0)
+
+    def _graph_lane(
+        self,
+        session: Session,
+        query: RecallQuery,
+        filters: RecallFilters,
+        pool: int,
+        found: dict[str, _Candidate],
+    ) -> None:
+        entities = extract_entities(query.text)
+        if not entities:
+            return
+        hits = session.run(ops.SearchEntities(self.mind.id, entities, filters, query.as_of, pool))
+        strength = {memory.id: count / len(entities) for memory, count in hits}
+        memories = {memory.id: memory for memory, _ in hits}
+        # One hop: what the matching memories refer to or are the same as.
+        if hits:
+            edges = session.run(
+                ops.FindRelationships(
+                    self.mind.id,
+                    memory_ids=list(strength),
+                    relations=[Relation.REFERS_TO, Relation.SAME_AS],
+                    statuses=[RelationStatus.ACTIVE],
+                )
+            )
+            hop: dict[str, float] = {}
+            for edge in edges:
+                for near, far in ((edge.src, edge.dst), (edge.dst, edge.src)):
+                    if near in strength and far not in strength:
+                        hop[far] = max(hop.get(far, 0.0), strength[near] * HOP_FACTOR)
+            if hop:
+                for memory in session.run(ops.GetMemories(self.mind.id, sorted(hop))):
+                    if _passes(memory, filters, query.as_of):
+                        strength[memory.id] = hop[memory.id]
+                        memories[memory.id] = memory
+        # Strongest first, then newest; content hashes break ties alike in every store.
+        ordered = sorted(
+            strength,
+            key=lambda m_id: (
+                -strength[m_id],
+                -memories[m_id].recorded_at.timestamp(),
+                memories[m_id].content_hash,
+            ),
+        )
+        for position, memory_id in enumerate(ordered, start=1):
+            candidate = found.setdefault(memory_id, _Candidate(memories[memory_id]))
+            candidate.graph = strength[memory_id]
+            candidate.ranks["graph"] = position
+
+    # ------------------------------------------------------------ scoring
 
     def _score(
-        self, memory: Memory, text: float, reference: datetime, now: datetime
-    ) -> tuple[float, Memory, dict[str, float], dict[str, float]]:
+        self,
+        candidate: _Candidate,
+        fusion: str,
+        reference: datetime,
+        now: datetime,
+        *,
+        vectors: bool,
+        rng: random.Random | None,
+    ) -> _Scored:
+        memory = candidate.memory
+        fade = confidence_fade(memory, reference)
         signals = {
-            "text": text,
+            "text": candidate.text,
             "recency": recency(memory.recorded_at, reference, self.config.recency_days),
             "activation": decayed(
                 memory.activation,
@@ -282,11 +459,54 @@ class Recaller:
                 self.config.half_life_days,
             ),
             "importance": memory.importance,
-            "credibility": memory.credibility,
+            "credibility": memory.credibility * fade,
         }
-        weights = self._weights()
-        components = {name: weights[name] * value for name, value in signals.items()}
-        return sum(components.values()), memory, components, signals
+        has_vector = vectors and candidate.vector is not None
+        if has_vector:
+            signals["vector"] = candidate.vector or 0.0
+            signals["cosine"] = candidate.cosine or 0.0
+        if candidate.graph:
+            signals["graph"] = candidate.graph
+        if fusion == "rrf":
+            k = self.config.rrf_k
+            weights = {lane: 1.0 for lane in LANES}
+            components = {
+                lane: 1.0 / (k + candidate.ranks[lane]) for lane in LANES if lane in candidate.ranks
+            }
+        else:
+            weights = self.config.weights.effective(vectors=has_vector)
+            components = {name: weight * signals.get(name, 0.0) for name, weight in weights.items()}
+            if memory.feedback_count:
+                components["feedback"] = feedback_adjustment(memory.feedback_mean)
+        if rng is not None:
+            # Thompson sampling: a draw from the confidence posterior, centred on its mean.
+            draw = rng.betavariate(memory.alpha, memory.beta)
+            components["exploration"] = EXPLORATION_WEIGHT * (draw - memory.confidence)
+        return _Scored(memory, components, signals, weights)
+
+    def _diversify(self, session: Session, scored: list[_Scored], limit: int) -> list[_Scored]:
+        """Cost a result ``(sim - 0.9) * 0.5`` when it nearly repeats a higher-ranked one."""
+        assert self.embedder is not None
+        window = scored[: limit * 2]
+        if len(window) < 2:
+            return scored
+        stored = session.run(
+            ops.GetVectors(
+                self.mind.id, self.embedder.model, self.embedder.dims, [s.memory.id for s in window]
+            )
+        )
+        kept: list[np.ndarray] = []
+        for item in window:
+            row = stored.get(item.memory.id)
+            if row is None:
+                continue
+            if kept:
+                closest = float(np.max(np.stack(kept) @ row))
+                if closest > DIVERSITY_THRESHOLD:
+                    item.components["diversity"] = -(closest - DIVERSITY_THRESHOLD) * DIVERSITY_COST
+            kept.append(row)
+        window.sort(key=_order)
+        return window + scored[limit * 2 :]
 
     def _conflicts(self, session: Session, ids: Sequence[str]) -> dict[str, set[str]]:
         if not ids:
@@ -328,6 +548,36 @@ class Recaller:
             )
         session.run(ops.UpdateMemories(self.mind.id, updates))
         log.flush(session)
+
+
+@dataclass
+class _Scored:
+    memory: Memory
+    components: dict[str, float]
+    signals: dict[str, float]
+    weights: dict[str, float]
+
+    @property
+    def score(self) -> float:
+        return sum(self.components.values())
+
+
+def _order(item: _Scored) -> tuple[float, str, str]:
+    return (-item.score, item.memory.content_hash, item.memory.id)
+
+
+def feedback_adjustment(mean: float) -> float:
+    """Positive feedback boosts up to +0.2, negative penalises up to -0.3 (DESIGN section 3)."""
+    return mean * (FEEDBACK_BOOST if mean > 0 else FEEDBACK_PENALTY)
+
+
+def confidence_fade(memory: Memory, at: datetime) -> float:
+    """How much of its confidence a memory keeps at ``at``, by its decay class."""
+    half_life = CONFIDENCE_HALF_LIFE_DAYS[memory.decay]
+    if half_life is None:
+        return 1.0
+    age_days = max((at - memory.recorded_at).total_seconds(), 0.0) / SECONDS_PER_DAY
+    return math.pow(0.5, age_days / half_life)
 
 
 def _passes(memory: Memory, filters: RecallFilters, as_of: datetime | None) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from concepts import (
     CHANNEL_TRUST,
     Event,
@@ -30,13 +32,15 @@ from concepts import (
 )
 from noema.clock import Clock
 from noema.config import MindConfig
+from noema.embeddings import Embedder
 from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import chain, iso
+from noema.memory.entities import extract_entities
 from noema.storage import Session, Storage, ops
 
-__all__ = ["EventLog", "Reconciler", "reinforcement"]
+__all__ = ["EventLog", "Reconciler", "entity_refs", "reinforcement"]
 
 #: Prior strength of the Beta confidence posterior: Beta(5, 5) has strength 10.
 PRIOR_STRENGTH = 10.0
@@ -123,11 +127,19 @@ class _Pending:
 class Reconciler:
     """Writes memories, edges and status changes of one mind."""
 
-    def __init__(self, storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        mind: MindInfo,
+        config: MindConfig,
+        clock: Clock,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.storage = storage
         self.mind = mind
         self.config = config
         self.clock = clock
+        self.embedder = embedder
 
     # ------------------------------------------------------------ policy
 
@@ -190,11 +202,13 @@ class Reconciler:
         self.check_policy(items, force=force)
         if not items:
             return []
+        hashes = [content_hash(i.kind, i.content, i.key) for i in items]
+        # Embedding is slow: it happens before the write lock is taken.
+        vectors = self._embed_new(items, hashes)
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
             pending = _Pending(created={}, changed={}, known={})
-            hashes = [content_hash(i.kind, i.content, i.key) for i in items]
             by_hash = {
                 m.content_hash: m for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))
             }
@@ -244,7 +258,29 @@ class Reconciler:
                     )
                 results.append(memory)
             self._flush(session, pending, new_edges, log)
+            embedded = [m for m in pending.created.values() if m.content_hash in vectors]
+            if embedded and self.embedder is not None:
+                session.run(
+                    ops.PutVectors(
+                        self.mind.id,
+                        self.embedder.model,
+                        [m.id for m in embedded],
+                        np.stack([vectors[m.content_hash] for m in embedded]),
+                    )
+                )
         return [pending.get(m.id) or m for m in results]
+
+    def _embed_new(self, items: Sequence[MemoryInput], hashes: Sequence[str]) -> dict[str, Any]:
+        """Vectors, by content hash, of the items not already held (when embedding on write)."""
+        if self.embedder is None or not self.config.embed_on_write:
+            return {}
+        with self.storage.transaction(write=False) as session:
+            held = {m.content_hash for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))}
+        new = {h: item.content for item, h in zip(items, hashes, strict=True) if h not in held}
+        if not new:
+            return {}
+        matrix = self.embedder.documents(list(new.values()))
+        return dict(zip(new, matrix, strict=True))
 
     def _new_memory(
         self,
@@ -301,6 +337,7 @@ class Reconciler:
                 content_hash=digest,
                 feedback_count=0,
                 feedback_mean=0.0,
+                decay=item.decay,
             ),
         )
 
@@ -592,7 +629,9 @@ class Reconciler:
         if pending.changed:
             session.run(ops.UpdateMemories(self.mind.id, list(pending.changed.items())))
         if pending.created:
-            session.run(ops.InsertMemories(list(pending.created.values())))
+            created = list(pending.created.values())
+            session.run(ops.InsertMemories(created))
+            session.run(ops.PutEntities(self.mind.id, entity_refs(created)))
         if edges:
             session.run(ops.InsertRelationships(edges))
             for edge in edges:
@@ -607,6 +646,11 @@ class Reconciler:
                     },
                 )
         log.flush(session)
+
+
+def entity_refs(memories: Sequence[Memory]) -> list[tuple[str, str]]:
+    """``(memory_id, entity)`` for every entity each memory's content refers to."""
+    return [(m.id, entity) for m in memories for entity in extract_entities(m.content)]
 
 
 def _check_edge(src: str, src_time: datetime, relation: Relation, dst: Memory) -> None:

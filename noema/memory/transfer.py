@@ -21,6 +21,7 @@ from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
 from noema.errors import InvalidInput, UsageError, from_validation
 from noema.jsonl import json_object
 from noema.memory.audit import canonical, event_record, iso, verify_records
+from noema.memory.reconciler import entity_refs
 from noema.storage import Session, Storage, ops
 
 __all__ = ["FORMAT_VERSION", "ExportData", "export_lines", "parse_export", "restore"]
@@ -169,7 +170,9 @@ def restore(storage: Storage, mind: MindInfo, data: ExportData) -> dict[str, int
             raise UsageError(f"mind {mind.name!r} is not empty: import only into an empty mind")
         memories = [m.model_copy(update=bind) for m in data.memories]
         for start in range(0, len(memories), _PAGE):
-            session.run(ops.InsertMemories(memories[start : start + _PAGE]))
+            page = memories[start : start + _PAGE]
+            session.run(ops.InsertMemories(page))
+            session.run(ops.PutEntities(mind.id, entity_refs(page)))
         session.run(
             ops.InsertRelationships([e.model_copy(update=bind) for e in data.relationships])
         )

