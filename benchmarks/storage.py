@@ -104,7 +104,7 @@ def run_one(size: int, batch: int) -> dict[str, Any]:
     items = [MemoryInput.model_validate(d) for d in synthetic_memories(size)]
     queries = synthetic_queries()
     with tempfile.TemporaryDirectory() as tmp:
-        with Mind.open(f"sqlite:///{tmp}/bench.db", "bench") as mind:
+        with Mind.open(f"sqlite:///{tmp}/bench.db", "bench", embedder="none") as mind:
             start = time.perf_counter()
             mind.remember_many(items, batch_size=batch)
             write_seconds = time.perf_counter() - start

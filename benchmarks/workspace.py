@@ -60,7 +60,7 @@ async def _cycles(url: str, texts: list[str]) -> dict[str, Any]:
         processes.append(Reflect())
     except ImportError:
         pass
-    with Mind.open(url, "bench") as mind:
+    with Mind.open(url, "bench", embedder="none") as mind:
         workspace = mind.workspace(processes)
         await workspace.start()
         durations, latencies = [], []
@@ -89,7 +89,7 @@ def run(memories: int, cycles: int) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/workspace.db"
-        with Mind.open(url, "bench") as mind:
+        with Mind.open(url, "bench", embedder="none") as mind:
             items = [MemoryInput.model_validate(d) for d in synthetic_memories(memories)]
             mind.remember_many(items, batch_size=5_000)
         result = asyncio.run(_cycles(url, observations(cycles)))

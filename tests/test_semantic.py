@@ -315,3 +315,14 @@ def test_minilm_finds_by_meaning_what_shares_no_word(open_mind: OpenMind) -> Non
     top = mind.recall("pet resting on the couch", peek=True)[0]
     assert top.memory.content == "The cat sleeps on the sofa"
     assert top.signals["text"] == 0.0 and top.signals["vector"] > 0.3
+
+
+def test_an_entity_more_memories_share_than_the_pool_holds_is_skipped(mind: Mind) -> None:
+    mind.remember_many([{"content": f"Caroline wrote note {i}"} for i in range(60)])
+    target = mind.remember("Caroline closed INC-7 today")
+    # limit 1 -> a pool of 50 candidates: name:caroline (61 memories) cannot pick any.
+    [result] = mind.recall("Caroline INC-7", limit=1, peek=True)
+    assert result.memory.id == target.id
+    assert result.signals["graph"] == pytest.approx(0.5)  # code:inc-7, one of two entities
+    others = mind.recall("Caroline note", limit=5, peek=True)  # pool 50 again
+    assert all("graph" not in r.signals for r in others)

@@ -235,9 +235,13 @@ class Recaller:
         self.clock = clock
         self.embedder = embedder
 
-    def recall(self, query: RecallQuery) -> list[RecallResult]:
-        """Rank, explain and (unless ``peek``) reinforce the memories matching ``query``."""
-        vector = self.query_vector(query.text)
+    def recall(self, query: RecallQuery, vector: np.ndarray | None = None) -> list[RecallResult]:
+        """Rank, explain and (unless ``peek``) reinforce the memories matching ``query``.
+
+        ``vector``: the query's embedding when the caller already has it.
+        """
+        if vector is None:
+            vector = self.query_vector(query.text)
         with self.storage.transaction(write=not query.peek) as session:
             now = self.clock.now()
             results = self.rank(session, query, now, vector)
@@ -397,7 +401,11 @@ class Recaller:
         entities = extract_entities(query.text)
         if not entities:
             return
-        hits = session.run(ops.SearchEntities(self.mind.id, entities, filters, query.as_of, pool))
+        # An entity that more memories refer to than the pool holds cannot pick
+        # candidates (a speaker's name in a conversation): it is skipped.
+        hits = session.run(
+            ops.SearchEntities(self.mind.id, entities, filters, query.as_of, pool, max_refs=pool)
+        )
         strength = {memory.id: count / len(entities) for memory, count in hits}
         memories = {memory.id: memory for memory, _ in hits}
         # One hop: what the matching memories refer to or are the same as.

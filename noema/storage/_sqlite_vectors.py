@@ -18,7 +18,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from usearch.index import Index
@@ -42,9 +41,12 @@ RESCORE_MIN = 64
 #: Rows read from the table per step while an index catches up.
 SYNC_CHUNK = 20_000
 
+#: ``(conn, mind, model, dims, memory rowids, op)`` -> ``(rowid, vector blob)`` passing the filters.
 RowsWhere = Callable[
-    [sqlite3.Connection, str, str, int, Sequence[int], ops.SearchVectors], list[Any]
+    [sqlite3.Connection, str, str, int, Sequence[int], ops.SearchVectors], list[tuple[int, bytes]]
 ]
+#: Memory rowids -> the memories.
+LoadRows = Callable[[Sequence[int]], dict[int, Memory]]
 
 
 @dataclass
@@ -64,7 +66,13 @@ class VectorIndexes:
     # ------------------------------------------------------------ search
 
     def search(
-        self, conn: sqlite3.Connection, op: ops.SearchVectors, rows_where: RowsWhere, *, sync: bool
+        self,
+        conn: sqlite3.Connection,
+        op: ops.SearchVectors,
+        rows_where: RowsWhere,
+        load: LoadRows,
+        *,
+        sync: bool,
     ) -> list[tuple[Memory, float]]:
         """Exact cosine of the best candidates the index offers, widening until enough pass."""
         query = np.asarray(op.query, dtype=np.float32).reshape(-1)
@@ -86,7 +94,7 @@ class VectorIndexes:
             found = entry.index.search(query, count, exact=exhaustive)
             keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
             # Candidates come best first: read them in slices until enough pass the filters.
-            rows: list[tuple[Memory, bytes]] = []
+            rows: list[tuple[int, bytes]] = []
             step = max(op.limit * 2, RESCORE_MIN)
             for start in range(0, len(keys), step):
                 rows += rows_where(conn, op.mind_id, op.model, dims, keys[start : start + step], op)
@@ -96,10 +104,12 @@ class VectorIndexes:
                 break
             wanted *= CANDIDATE_FACTOR
         scored = [
-            (memory, float(np.frombuffer(blob, dtype=np.float32) @ query)) for memory, blob in rows
+            (rowid, float(np.frombuffer(blob, dtype=np.float32) @ query)) for rowid, blob in rows
         ]
-        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
-        return scored[: op.limit]
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        best = scored[: op.limit]
+        memories = load([rowid for rowid, _ in best])
+        return [(memories[rowid], similarity) for rowid, similarity in best]
 
     # ------------------------------------------------------------ upkeep
 

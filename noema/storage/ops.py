@@ -224,6 +224,8 @@ class SearchEntities(Op[list[tuple[Memory, int]]]):
     """Memories referring to any of ``entities``, with how many they refer to.
 
     Most entities first, then newest first; only memories passing the filters.
+    An entity referred to by ``max_refs`` memories or more says little about
+    any of them and is skipped (it would also cost a scan of all of them).
     """
 
     mind_id: str
@@ -231,6 +233,7 @@ class SearchEntities(Op[list[tuple[Memory, int]]]):
     filters: RecallFilters
     as_of: datetime | None
     limit: int
+    max_refs: int = 1_000
 
 
 # ---------------------------------------------------------------- relationships

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -258,7 +259,11 @@ class _Session:
                 return cast(
                     R,
                     self._vectors.search(
-                        self._conn, op, _vector_rows, sync=not self._wrote_vectors
+                        self._conn,
+                        op,
+                        _vector_rows,
+                        partial(_memories_by_rowid, self._conn),
+                        sync=not self._wrote_vectors,
                     ),
                 )
             except sqlite3.Error as exc:
@@ -525,8 +530,8 @@ def _vector_rows(
     dims: int,
     memory_rowids: Sequence[int],
     op: ops.SearchVectors,
-) -> list[tuple[Memory, bytes]]:
-    """Memories (by rowid) passing the search's filters, with their vector under the model."""
+) -> list[tuple[int, bytes]]:
+    """Memory rowids passing the search's filters, with their vector under the model."""
     if not memory_rowids:
         return []
     params: list[Any] = [json.dumps(list(memory_rowids)), model, dims, mind_id]
@@ -534,13 +539,22 @@ def _vector_rows(
     # CROSS JOIN keeps the candidate list as the outer loop: one key look-up per
     # candidate (an IN list of rowids made the planner scan the mind's vectors).
     rows = conn.execute(
-        f"SELECT {_MEMORY_SELECT}, v.vector FROM json_each(?) AS j "
+        "SELECT m.rowid, v.vector FROM json_each(?) AS j "
         "CROSS JOIN memories m ON m.rowid = j.value "
         "CROSS JOIN vectors v ON v.mind_id = m.mind_id AND v.memory_id = m.id "
         f"AND v.model = ? AND v.dims = ? WHERE m.mind_id = ? {where}",
         params,
     ).fetchall()
-    return [(_memory_from_row(r[:-1]), r[-1]) for r in rows]
+    return [(r[0], r[1]) for r in rows]
+
+
+def _memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
+    rows = conn.execute(
+        f"SELECT m.rowid, {_MEMORY_SELECT} FROM json_each(?) AS j "
+        "CROSS JOIN memories m ON m.rowid = j.value",
+        (json.dumps(list(rowids)),),
+    ).fetchall()
+    return {r[0]: _memory_from_row(r[1:]) for r in rows}
 
 
 def _put_entities(conn: sqlite3.Connection, op: ops.PutEntities) -> None:
@@ -551,7 +565,16 @@ def _put_entities(conn: sqlite3.Connection, op: ops.PutEntities) -> None:
 
 
 def _search_entities(conn: sqlite3.Connection, op: ops.SearchEntities) -> list[tuple[Memory, int]]:
-    entities = list(dict.fromkeys(op.entities))
+    entities = [
+        entity
+        for entity in dict.fromkeys(op.entities)
+        if conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entity_refs WHERE mind_id = ? AND entity = ? "
+            "LIMIT ?)",
+            (op.mind_id, entity, op.max_refs),
+        ).fetchone()[0]
+        < op.max_refs
+    ]
     if not entities:
         return []
     params: list[Any] = []

@@ -1198,6 +1198,9 @@ def test_entity_references_rank_by_shared_entities(storage: Storage) -> None:
     assert [(m.id, n) for m, n in found] == [(both.id, 2), (one.id, 1)]
     only_one = read(storage, ops.SearchEntities(mind, ["name:ada"], RecallFilters(), None, 1))
     assert len(only_one) == 1
+    # An entity with max_refs references or more is too common to rank by: skipped.
+    common = ops.SearchEntities(mind, ["name:ada", "code:inc-1"], RecallFilters(), None, 10, 3)
+    assert [(m.id, n) for m, n in read(storage, common)] == [(both.id, 1)]
     assert read(storage, ops.SearchEntities(mind, [], RecallFilters(), None, 10)) == []
     other = ensure_mind(storage, "other")
     assert read(storage, ops.SearchEntities(other, ["name:ada"], RecallFilters(), None, 10)) == []
