@@ -326,3 +326,17 @@ def test_an_entity_more_memories_share_than_the_pool_holds_is_skipped(mind: Mind
     assert result.signals["graph"] == pytest.approx(0.5)  # code:inc-7, one of two entities
     others = mind.recall("Caroline note", limit=5, peek=True)  # pool 50 again
     assert all("graph" not in r.signals for r in others)
+
+
+def test_noema_run_schedules_embed_missing_only_with_an_embedder(open_mind: OpenMind) -> None:
+    from noema.cli.run import background_jobs
+
+    plain = open_mind("plain")
+    assert sorted(background_jobs(plain).names) == ["decay:plain", "reflect:plain"]
+    mind = open_mind("vectors", embedder="hash:16", config=MindConfig(embed_on_write=False))
+    mind.remember_many([{"content": f"fact {i}"} for i in range(5)])
+    scheduler = background_jobs(mind)
+    assert "embed-missing:vectors" in scheduler.names
+    assert scheduler.interval("embed-missing:vectors") == 600.0
+    scheduler.run_now("embed-missing:vectors")
+    assert vector_count(mind, "hash-16", 16) == (5, 5)

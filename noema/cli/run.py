@@ -129,6 +129,20 @@ def print_cycle(mind: Mind, report: CycleReport, after: int, *, as_json: bool) -
     return int(events[-1].seq or after) if events else after
 
 
+def background_jobs(mind: Mind, jobs: JobsConfig | None = None) -> JobScheduler:
+    """A scheduler (not started) with the mind's jobs: decay, reflect and, when the
+    mind has an embedder, embed-missing."""
+    scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock)
+    scheduler.register(
+        f"decay:{mind.name}", decay_job(mind.storage, mind.info, mind.config, mind.clock)
+    )
+    reflect, context = Reflect(), mind.workspace([]).ctx
+    scheduler.register(f"reflect:{mind.name}", lambda: reflect.consolidate(context))
+    if mind.embedder is not None:
+        scheduler.register(f"embed-missing:{mind.name}", lambda: mind.embed_missing())
+    return scheduler
+
+
 def run_mind(
     mind: Mind,
     source: Iterable[Observation] | None,
@@ -140,15 +154,10 @@ def run_mind(
 ) -> int:
     """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt).
 
-    Background jobs (decay, reflect) run on their intervals while the mind runs, each
-    under a store lease so two runtimes never run the same job at once.
+    Background jobs (``background_jobs``) run on their intervals while the mind
+    runs, each under a store lease so two runtimes never run the same job at once.
     """
-    scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock)
-    scheduler.register(
-        f"decay:{mind.name}", decay_job(mind.storage, mind.info, mind.config, mind.clock)
-    )
-    reflect, context = Reflect(), mind.workspace([]).ctx
-    scheduler.register(f"reflect:{mind.name}", lambda: reflect.consolidate(context))
+    scheduler = background_jobs(mind, jobs)
     scheduler.start()
     try:
         return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
