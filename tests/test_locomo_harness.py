@@ -100,10 +100,13 @@ def test_harness_end_to_end(tmp_path: Path) -> None:
 
     output = tmp_path / "benchmarks.md"
     output.write_text("# Benchmarks\n\nintro\n")
-    assert (
-        main(["--data", str(tmp_path / "locomo10.json"), "--output", str(output), "--quiet"]) == 0
-    )
+    data = str(tmp_path / "locomo10.json")
+    args = ["--data", data, "--output", str(output), "--quiet", "--embedder", "hash:64"]
+    assert main(args) == 0  # every mode, vectors from the hash embedder
     text = output.read_text()
     assert text.startswith("# Benchmarks\n\nintro\n") and BEGIN in text and END in text
     assert "| text | 1-4 | 2 | 0.750 |" in text
+    for mode in ("vector", "weighted", "rrf"):
+        assert f"| {mode} | 1-4 | 2 |" in text
+    assert main(["--data", data, "--embedder", "bogus", "--quiet"]) == 2
     assert main(["--data", str(tmp_path / "missing.json")]) == 2
