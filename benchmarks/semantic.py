@@ -35,6 +35,7 @@ from benchmarks.storage import (
 BEGIN, END = "<!-- semantic:begin -->", "<!-- semantic:end -->"
 EMBEDDER = "hash:384"
 MINILM_WRITES = 2_000
+TARGET_SIZE, TARGET_P95_MS = 100_000, 15.0
 
 
 def _recall_times(mind: Any, queries: list[str], vectors: list[Any], peek: bool) -> list[float]:
@@ -159,12 +160,14 @@ def render(results: list[dict[str, Any]], minilm: dict[str, Any] | None, command
         ]
     else:
         lines += ["MiniLM: not measured (the embeddings extra is not installed).", ""]
-    largest = max(results, key=lambda r: r["size"])
-    verdict = "met" if largest["peek_p95_ms"] <= 15 else "missed"
-    lines.append(
-        f"Target (issue 4): hybrid recall p95 at most 15 ms at 100k on SQLite: "
-        f"{largest['peek_p95_ms']:.2f} ms at {largest['size']:,} (peek), **{verdict}**."
-    )
+    at_target = [r for r in results if r["size"] == TARGET_SIZE]
+    for r in at_target:
+        verdict = "met" if r["peek_p95_ms"] <= TARGET_P95_MS else "missed"
+        lines.append(
+            f"Target (issue 4): hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at "
+            f"{TARGET_SIZE:,} memories on SQLite: {r['peek_p95_ms']:.2f} ms (peek), "
+            f"{r['recall_p95_ms']:.2f} ms (recall with reinforcement): **{verdict}**."
+        )
     lines.append(END)
     return "\n".join(lines)
 
