@@ -67,6 +67,13 @@ async def _stream(prompt: bool) -> AsyncIterator[Observation]:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
+    def hand_over(item: bytes | None) -> bool:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop has closed (the run stopped): nobody reads on
+            return False
+        return True
+
     def reader() -> None:
         # os.read on the descriptor, not sys.stdin: a buffered reader's lock held by
         # a blocked daemon thread aborts the interpreter at exit.
@@ -78,12 +85,13 @@ async def _stream(prompt: bool) -> AsyncIterator[Observation]:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     if pending:
-                        loop.call_soon_threadsafe(queue.put_nowait, pending)
-                    loop.call_soon_threadsafe(queue.put_nowait, None)
+                        hand_over(pending)
+                    hand_over(None)
                     return
                 pending += chunk
             line, pending = pending.split(b"\n", 1)
-            loop.call_soon_threadsafe(queue.put_nowait, line)
+            if not hand_over(line):
+                return
 
     if prompt:
         print("Type what the mind observes, one line each; 'quit' or Ctrl-D ends.")
