@@ -299,6 +299,8 @@ class RecallFilters(BaseModel):
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     min_confidence: Unit = 0.0
+    #: Lowest mean feedback (a memory without feedback has mean 0); None: no bound.
+    min_feedback: float | None = Field(default=None, ge=-1.0, le=1.0, allow_inf_nan=False)
 
     @field_validator("statuses")
     @classmethod

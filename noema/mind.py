@@ -355,7 +355,7 @@ class Mind:
 
         Filters come as a ``RecallFilters``, a mapping, or keyword arguments
         (``kinds``, ``epistemics``, ``statuses``, ``channels``, ``tags``, ``key``,
-        ``since``, ``until``, ``min_confidence``), or the whole request comes as
+        ``since``, ``until``, ``min_confidence``, ``min_feedback``), or the whole request comes as
         one ``RecallQuery``. Unless ``peek``, every returned memory is reinforced
         and a ``memory_retrieved`` event logged. ``fusion`` (``weighted`` or
         ``rrf``) overrides the mind's default; ``explore`` adds Thompson sampling.

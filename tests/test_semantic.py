@@ -237,6 +237,10 @@ def test_feedback_boosts_and_penalises_within_bounds(mind: Mind) -> None:
     assert results[liked.content].components["feedback"] == pytest.approx(FEEDBACK_BOOST)
     assert results[disliked.content].components["feedback"] == pytest.approx(-FEEDBACK_PENALTY)
     assert mind.recall("staging database", peek=True)[0].memory.id == liked.id
+    # The minimum-feedback filter: no feedback counts as a mean of 0.
+    neutral = mind.remember("the staging database is backed up nightly")
+    kept = {r.memory.id for r in mind.recall("staging database", peek=True, min_feedback=0.0)}
+    assert kept == {liked.id, neutral.id}
     # Confidence is the Beta posterior's mean, moved by the feedback.
     assert mind.get(liked.id).confidence > 0.8 > mind.get(disliked.id).confidence
 
@@ -286,6 +290,8 @@ def test_embed_missing_command(store_url: str, capsys: pytest.CaptureFixture[str
     assert "no embedder" in capsys.readouterr().err
     assert main(["--db", store_url, "--embedder", "hash:16", "embed-missing", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"embedded": 1, "model": "hash-16", "dims": 16}
+    assert main(["--db", store_url, "recall", "Ada", "--min-feedback", "2"]) == 2
+    assert "min_feedback" in capsys.readouterr().err
     assert main(["--db", store_url, "--embedder", "bogus", "stats"]) == 2
     assert "unknown embedder 'bogus'" in capsys.readouterr().err
     args = ["--db", store_url, "--embedder", "hash:16", "recall", "Ada", "--fusion", "rrf"]

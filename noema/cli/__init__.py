@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="ISO")
     p.add_argument("--until", metavar="ISO")
     p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
+    p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
     p.add_argument("--strict", action="store_true", help="every query word must match")
     p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
     p.add_argument(
@@ -282,6 +283,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         since=args.since,
         until=args.until,
         min_confidence=args.min_confidence,
+        min_feedback=args.min_feedback,
     )
     request = recall_query(
         args.query,

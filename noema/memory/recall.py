@@ -608,6 +608,8 @@ def _passes(memory: Memory, filters: RecallFilters, as_of: datetime | None) -> b
         return False
     if memory.confidence < filters.min_confidence:
         return False
+    if filters.min_feedback is not None and memory.feedback_mean < filters.min_feedback:
+        return False
     if as_of is not None:
         return memory.valid_from <= as_of and (memory.valid_to is None or memory.valid_to > as_of)
     return True

@@ -219,6 +219,9 @@ def _filter_sql(filters: RecallFilters | None, as_of: datetime | None, params: l
         if filters.min_confidence > 0:
             sql.append("AND m.confidence >= ?")
             params.append(filters.min_confidence)
+        if filters.min_feedback is not None:
+            sql.append("AND m.feedback_mean >= ?")
+            params.append(filters.min_feedback)
     if as_of is not None:
         t = to_micros(as_of)
         sql.append("AND m.valid_from <= ? AND (m.valid_to IS NULL OR m.valid_to > ?)")

@@ -418,6 +418,8 @@ def filter_dataset(mind_id: str) -> list[Memory]:
                 status=STATUS_OF.get(i, Status.ACTIVE),
                 valid_from=recorded - (2 * DAY if i % 2 else timedelta(0)),
                 valid_to=recorded + 2 * DAY if i in (3, 9) else None,
+                feedback_count=0 if i % 3 == 0 else 1,
+                feedback_mean=0.0 if i % 3 == 0 else (0.5 if i % 3 == 1 else -0.5),
             )
         )
     return memories
@@ -444,6 +446,8 @@ def expected_match(memory: Memory, filters: RecallFilters | None, as_of: datetim
             return False
         if memory.confidence < filters.min_confidence:
             return False
+        if filters.min_feedback is not None and memory.feedback_mean < filters.min_feedback:
+            return False
     if as_of is not None:
         if memory.valid_from > as_of:
             return False
@@ -454,6 +458,8 @@ def expected_match(memory: Memory, filters: RecallFilters | None, as_of: datetim
 
 ALL_STATUSES = tuple(Status)
 FILTER_CASES: list[tuple[str, RecallFilters, datetime | None]] = [
+    ("min_feedback", RecallFilters(min_feedback=0.0, statuses=ALL_STATUSES), None),
+    ("min_feedback_positive", RecallFilters(min_feedback=0.25, statuses=ALL_STATUSES), None),
     ("default is active only", RecallFilters(), None),
     (
         "statuses",
