@@ -38,7 +38,7 @@ from noema.ids import new_id
 from noema.memory.audit import VerifyReport, verify_records
 from noema.memory.decay import DecayReport, run_decay
 from noema.memory.recall import Recaller
-from noema.memory.reconciler import Reconciler
+from noema.memory.reconciler import Reconciler, entity_refs
 from noema.memory.transfer import (
     ExportData,
     export_lines,
@@ -517,6 +517,30 @@ class Mind:
             after = rows[-1][0]
             if progress:
                 progress(min(done, max(todo, done)), max(todo, done))
+        return done
+
+    def reindex(self, progress: Progress | None = None, *, batch: int = 1_000) -> int:
+        """Link every memory to the entities its content refers to; returns how many were read.
+
+        New memories are linked as they are written; this brings memories written
+        before entity extraction existed (schema version 3) into the graph lane.
+        Idempotent: existing links are kept, none is duplicated.
+        """
+        with self.storage.transaction(write=False) as session:
+            total = sum(n for _, _, n in session.run(ops.CountMemories(self.id)))
+        done, after = 0, None
+        if progress:
+            progress(0, total)
+        while True:
+            with self.storage.transaction() as session:
+                page = session.run(ops.ScanMemories(self.id, after_id=after, limit=batch))
+                if not page:
+                    break
+                session.run(ops.PutEntities(self.id, entity_refs(page)))
+            done += len(page)
+            after = page[-1].id
+            if progress:
+                progress(min(done, total), max(total, done))
         return done
 
     def decay(self) -> DecayReport:

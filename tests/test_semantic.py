@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -346,3 +347,19 @@ def test_noema_run_schedules_embed_missing_only_with_an_embedder(open_mind: Open
     assert scheduler.interval("embed-missing:vectors") == 600.0
     scheduler.run_now("embed-missing:vectors")
     assert vector_count(mind, "hash-16", 16) == (5, 5)
+
+
+def test_reindex_links_memories_written_without_entity_references(
+    mind: Mind, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memory = mind.remember("Grace Hopper wrote the first compiler")
+    if store_url.startswith("sqlite:///"):
+        # As a database written before schema version 3 is: no entity references.
+        with sqlite3.connect(store_url.removeprefix("sqlite:///")) as raw:
+            raw.execute("DELETE FROM entity_refs")
+        assert "graph" not in mind.recall("Grace Hopper", peek=True)[0].signals
+    assert main(["--db", store_url, "reindex", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"memories": 1}
+    assert mind.reindex() == 1  # idempotent
+    result = mind.recall("Grace Hopper", peek=True)[0]
+    assert result.memory.id == memory.id and result.signals["graph"] == 1.0

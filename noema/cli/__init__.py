@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_embed_missing)
 
+    p = commands.add_parser(
+        "reindex", help="link every memory to the entities it refers to (graph lane)"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_reindex)
+
     p = commands.add_parser("verify", help="check the audit chain and content hashes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_verify)
@@ -431,6 +437,16 @@ def cmd_embed_missing(args: argparse.Namespace) -> int:
         render.emit_json({"embedded": count, "model": model, "dims": dims})
     else:
         print(f"embedded {count} memories with {model} ({dims} dimensions)")
+    return EXIT_OK
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        count = mind.reindex(progress=render.Progress("indexing"))
+    if args.json:
+        render.emit_json({"memories": count})
+    else:
+        print(f"indexed the entities of {count} memories")
     return EXIT_OK
 
 
