@@ -1,6 +1,7 @@
 """Concurrent writers: N processes write M memories each into one mind, then we count.
 
-    python -m benchmarks.concurrency --url sqlite:///tmp/c.db --writers 4 --memories 10000 \
+    python -m benchmarks.concurrency --url sqlite:///tmp/c.db \
+        --url postgresql://postgres@127.0.0.1/noema_concurrency --writers 4 --memories 10000 \
         --output docs/benchmarks.md
 
 Each writer is its own process with its own ``Mind.open`` on the same store, writing
@@ -105,8 +106,14 @@ def run(url: str, writers: int, count: int, batch: int) -> dict[str, Any]:
     return result
 
 
-def render(result: dict[str, Any], url: str, command: str) -> str:
-    backend = url.split(":", 1)[0]
+def render(results: list[tuple[str, dict[str, Any]]], command: str) -> str:
+    first = results[0][1]
+    rows = [
+        f"| {url.split(':', 1)[0]} | {r['memories']:,} | {r['lost']} | {r['duplicated']} | "
+        f"{r['vectors']:,} | {'passes' if r['verify_ok'] else 'FAILS'} | "
+        f"{r['wall_seconds']:.1f} s | {r['memories_per_s']:,.0f} |"
+        for url, r in results
+    ]
     return "\n".join(
         [
             BEGIN,
@@ -115,15 +122,13 @@ def render(result: dict[str, Any], url: str, command: str) -> str:
             f"Measured on {machine()}.",
             f"Command: `{command}`",
             "",
-            f"{result['writers']} processes, each writing {result['per_writer']:,} distinct "
-            f"memories in batches of {result['batch']} into one mind (inline hash-embedder "
-            "vectors and entity references included), all at once.",
+            f"{first['writers']} processes, each writing {first['per_writer']:,} distinct "
+            f"memories in batches of {first['batch']} into one mind (inline hash-embedder "
+            "vectors and entity references included), all at once; one store per backend.",
             "",
             "| backend | memories | lost | duplicated | vectors | verify | wall | memories/s |",
             "|---|---:|---:|---:|---:|---|---:|---:|",
-            f"| {backend} | {result['memories']:,} | {result['lost']} | {result['duplicated']} | "
-            f"{result['vectors']:,} | {'passes' if result['verify_ok'] else 'FAILS'} | "
-            f"{result['wall_seconds']:.1f} s | {result['memories_per_s']:,.0f} |",
+            *rows,
             END,
         ]
     )
@@ -131,7 +136,12 @@ def render(result: dict[str, Any], url: str, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="an empty store, e.g. sqlite:///tmp/c.db")
+    parser.add_argument(
+        "--url",
+        action="append",
+        required=True,
+        help="an empty store, e.g. sqlite:///tmp/c.db (repeat for one row per store)",
+    )
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--memories", type=int, default=10_000, help="per writer")
     parser.add_argument("--batch", type=int, default=500)
@@ -139,19 +149,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from noema import Mind
 
-    with Mind.open(args.url, MIND, embedder="none") as mind:
-        if mind.stats()["total"]:
-            print(f"concurrency: mind {MIND!r} at {args.url} is not empty", file=sys.stderr)
-            return 2
-    result = run(args.url, args.writers, args.memories, args.batch)
-    print(json.dumps(result, indent=2))
+    for url in args.url:
+        with Mind.open(url, MIND, embedder="none") as mind:
+            if mind.stats()["total"]:
+                print(f"concurrency: mind {MIND!r} at {url} is not empty", file=sys.stderr)
+                return 2
+    results = [(url, run(url, args.writers, args.memories, args.batch)) for url in args.url]
+    print(json.dumps(dict(results), indent=2))
     if args.output:
+        urls = " ".join(f"--url {url}" for url in args.url)
         command = (
-            f"python -m benchmarks.concurrency --url {args.url} --writers {args.writers} "
+            f"python -m benchmarks.concurrency {urls} --writers {args.writers} "
             f"--memories {args.memories} --batch {args.batch}"
         )
-        write_section(args.output, render(result, args.url, command), BEGIN, END)
-    return 0 if result["ok"] else 1
+        write_section(args.output, render(results, command), BEGIN, END)
+    return 0 if all(r["ok"] for _, r in results) else 1
 
 
 if __name__ == "__main__":

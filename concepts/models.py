@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -97,6 +98,19 @@ Tag = Annotated[
 Tags = Annotated[tuple[Tag, ...], BeforeValidator(_not_one_string)]
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
 def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
     try:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
@@ -105,6 +119,8 @@ def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
     except RecursionError:
         raise ValueError("payload is nested too deeply") from None
     _check_text(text, what="payload")
+    if "\\u0000" in text and any("\x00" in s for s in _strings(value)):  # JSON escapes NUL
+        raise ValueError("payload contains a NUL byte")
     if len(text) > MAX_PAYLOAD_CHARS:
         raise ValueError(f"payload is larger than {MAX_PAYLOAD_CHARS} characters as JSON")
     return value

@@ -78,13 +78,17 @@ class HashEmbedder(Embeddings):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit float32 rows, one per text (a text without words gives a zero row)."""
-        out = np.zeros((len(texts), self.size), dtype=np.float32)
+        cells: list[int] = []  # row * size + bucket, one per token
+        signs: list[float] = []
         for row, text in enumerate(texts):
             words = [w.casefold() for w in _WORD.findall(text)]
-            tokens = words + [f"{a} {b}" for a, b in pairwise(words)]
-            for token in tokens:
+            for token in words + [f"{a} {b}" for a, b in pairwise(words)]:
                 index, sign = _bucket(token, self.size)
-                out[row, index] += sign
+                cells.append(row * self.size + index)
+                signs.append(sign)
+        # One bincount for the batch: adding into the array item by item is far slower.
+        sums = np.bincount(cells, weights=signs, minlength=len(texts) * self.size)
+        out = sums.reshape(len(texts), self.size).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

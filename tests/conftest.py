@@ -1,21 +1,31 @@
 """Shared fixtures. Every storage-touching test runs on every backend via ``backend``.
 
-Only SQLite exists today; the PostgreSQL backend adds a param here (marked so a
-machine without a server skips it with a reason) and the whole suite runs on it.
+Backends: ``sqlite`` (a file in the test's temporary directory), ``postgres``
+(pgvector) and ``postgres-novector`` (vectors as bytes, searched exactly). Each
+PostgreSQL test module gets its own database, and each test a fresh schema in it.
+The server is ``NOEMA_TEST_POSTGRES_URL`` (default: local, user postgres). Without
+a server (or without pgvector) those tests skip with the reason, unless
+``NOEMA_REQUIRE_POSTGRES=1``, which turns the skip into a failure.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from noema import ManualClock, Mind
 
-BACKENDS = [pytest.param("sqlite", id="sqlite")]
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres"),
+    pytest.param("postgres-novector", id="postgres-novector"),
+]
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
@@ -39,12 +49,92 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+class PostgresServer:
+    """Databases for the PostgreSQL params: one per test module and variant, dropped at the end."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.base = self.url.rsplit("/", 1)[0]
+        self.problem: str | None = None
+        self.pgvector_problem: str | None = None
+        self.databases: dict[tuple[str, str], str] = {}
+        self.schemas = itertools.count(1)
+        try:
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                available = conn.execute(
+                    "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                ).fetchone()
+        except Exception as exc:  # any failure to reach the server means: skip (or fail)
+            self.problem = f"PostgreSQL not reachable at {self.url}: {str(exc).strip()[:120]}"
+            return
+        if not available:
+            self.pgvector_problem = f"pgvector is not installed on the server at {self.url}"
+
+    def database(self, module: str, variant: str) -> str:
+        import psycopg
+
+        key = (module, variant)
+        if key not in self.databases:
+            name = f"noema_test_{os.getpid()}_{len(self.databases)}"
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name}")
+                conn.execute(f"CREATE DATABASE {name}")
+            if variant == "postgres":
+                with psycopg.connect(f"{self.base}/{name}", autocommit=True) as conn:
+                    conn.execute("CREATE EXTENSION vector")
+            self.databases[key] = name
+        return self.databases[key]
+
+    def fresh_url(self, module: str, variant: str) -> str:
+        """A URL whose tables land in a new, empty schema of the module's database."""
+        import psycopg
+
+        name = self.database(module, variant)
+        schema = f"t{next(self.schemas)}"
+        with psycopg.connect(f"{self.base}/{name}", autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        options = quote(f"-c search_path={schema},public", safe="")
+        extra = "&vectors=off" if variant == "postgres-novector" else ""
+        return f"{self.base}/{name}?options={options}{extra}"
+
+    def drop_all(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            for name in self.databases.values():
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer(
+        os.environ.get("NOEMA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    )
+    yield server
+    if server.databases:
+        server.drop_all()
+
+
+def _require(problem: str | None) -> None:
+    if problem is None:
+        return
+    if os.environ.get("NOEMA_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"{problem} (NOEMA_REQUIRE_POSTGRES=1)")
+    pytest.skip(problem)
+
+
 @pytest.fixture
-def store_url(backend: str, tmp_path: Path) -> str:
+def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A fresh, empty database of the backend under test."""
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'noema.db'}"
-    raise AssertionError(f"unknown backend {backend}")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    _require(server.problem)
+    if backend == "postgres":
+        _require(server.pgvector_problem)
+    return server.fresh_url(request.module.__name__, backend)
 
 
 @pytest.fixture

@@ -918,6 +918,19 @@ def test_cli_remember_file_writes_nothing_when_a_later_batch_fails(
     assert snapshot(seeded) == before
 
 
+@pytest.mark.parametrize(
+    "payload", [{"x": "\x00"}, {"a\x00": 1}, {"x": [{"y": "nul \x00 inside"}]}]
+)
+def test_a_nul_anywhere_in_a_payload_is_refused(seeded: Mind, payload: dict[str, Any]) -> None:
+    """JSON escapes NUL as \\u0000, so the check looks at the values, not the text."""
+    before = snapshot(seeded)
+    with pytest.raises(InvalidInput, match="payload"):
+        seeded.remember("a perfectly fine memory", payload=payload)
+    assert snapshot(seeded) == before
+    # The six characters backslash-u-0-0-0-0 are ordinary text.
+    assert seeded.remember("escaped", payload={"x": "\\u0000"}).payload == {"x": "\\u0000"}
+
+
 def test_open_refuses_a_database_url_with_a_nul_byte(tmp_path: Path) -> None:
     """A NUL in the database URL is a ConfigError, not the driver's ValueError."""
     with pytest.raises(ConfigError):

@@ -288,21 +288,59 @@ def mixed_history(mind: Mind, clock: ManualClock) -> None:
     mind.recall("", limit=20)
 
 
+class RawDatabase:
+    """Plain SQL beneath Noema's back, on either backend (``?`` placeholders)."""
+
+    def __init__(self, store_url: str) -> None:
+        self.url = store_url
+
+    def fetchone(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+        return self._run(sql, params, fetch="one")
+
+    def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self._run(sql, params, fetch="all")
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._run(sql, params, fetch="")
+
+    def _run(self, sql: str, params: tuple[Any, ...], *, fetch: str) -> Any:
+        if self.url.startswith("sqlite:///"):
+            path = self.url.removeprefix("sqlite:///")
+            with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+                return _fetch(conn.execute(sql, params), fetch)
+        import psycopg
+
+        from noema.storage.postgres import parse_url
+
+        # Restoring a deleted event must write its old position into the identity column.
+        sql = sql.replace(
+            "INSERT INTO events VALUES", "INSERT INTO events OVERRIDING SYSTEM VALUE VALUES"
+        )
+        with psycopg.connect(parse_url(self.url)[0], autocommit=True) as conn:
+            return _fetch(conn.execute(sql.replace("?", "%s"), params), fetch)  # type: ignore[arg-type]
+
+
+def _fetch(cursor: Any, fetch: str) -> Any:
+    if fetch == "one":
+        return tuple(cursor.fetchone())
+    if fetch == "all":
+        return [tuple(row) for row in cursor.fetchall()]
+    return None
+
+
 @contextmanager
 def tampered(
-    db: Path, sql: str, params: tuple[Any, ...], undo: str, undo_params: tuple[Any, ...]
+    db: RawDatabase, sql: str, params: tuple[Any, ...], undo: str, undo_params: tuple[Any, ...]
 ) -> Iterator[None]:
-    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        conn.execute(sql, params)
+    db.execute(sql, params)
     try:
         yield
     finally:
-        with closing(sqlite3.connect(db, isolation_level=None)) as conn:
-            conn.execute(undo, undo_params)
+        db.execute(undo, undo_params)
 
 
 def test_invariant_5_the_audit_chain_verifies_and_tampering_is_detected(
-    mind: Mind, clock: ManualClock, backend: str, store_url: str
+    mind: Mind, clock: ManualClock, store_url: str
 ) -> None:
     mixed_history(mind, clock)
     report = mind.verify()
@@ -311,13 +349,10 @@ def test_invariant_5_the_audit_chain_verifies_and_tampering_is_detected(
     assert report.entries == report.events == len(events) > 100
     assert report.memories == mind.stats()["total"]
 
-    if backend != "sqlite":
-        pytest.skip(f"tampering is done with sqlite3; no tamper helper for {backend}")
-    db = Path(store_url.removeprefix("sqlite:///"))
-    with closing(sqlite3.connect(db)) as conn:
-        audit = conn.execute(
-            "SELECT seq, event_id, hash FROM audit WHERE mind_id = ? ORDER BY seq", (mind.id,)
-        ).fetchall()
+    db = RawDatabase(store_url)
+    audit = db.fetchall(
+        "SELECT seq, event_id, hash FROM audit WHERE mind_id = ? ORDER BY seq", (mind.id,)
+    )
     seq_of = {event_id: seq for seq, event_id, _ in audit}
     victim = next(e for e in events if e.kind == EventKind.MEMORY_CREATED).memory_id
     assert victim is not None
@@ -355,10 +390,7 @@ def test_invariant_5_the_audit_chain_verifies_and_tampering_is_detected(
     assert mind.verify().ok
 
     # 3. An event's payload.
-    with closing(sqlite3.connect(db)) as conn:
-        [payload] = conn.execute(
-            "SELECT payload FROM events WHERE id = ?", (feedback.id,)
-        ).fetchone()
+    [payload] = db.fetchone("SELECT payload FROM events WHERE id = ?", (feedback.id,))
     forged = json.dumps({**json.loads(payload), "value": 1.0}, separators=(",", ":"))
     with tampered(
         db,
@@ -383,13 +415,12 @@ def test_invariant_5_the_audit_chain_verifies_and_tampering_is_detected(
     assert mind.verify().ok
 
     # 5. An audit entry deleted from the middle of the chain, then from its end.
-    with closing(sqlite3.connect(db)) as conn:
-        middle_row = conn.execute(
-            "SELECT * FROM audit WHERE mind_id = ? AND seq = ?", (mind.id, middle_seq)
-        ).fetchone()
-        last_row = conn.execute(
-            "SELECT * FROM audit WHERE mind_id = ? ORDER BY seq DESC LIMIT 1", (mind.id,)
-        ).fetchone()
+    middle_row = db.fetchone(
+        "SELECT * FROM audit WHERE mind_id = ? AND seq = ?", (mind.id, middle_seq)
+    )
+    last_row = db.fetchone(
+        "SELECT * FROM audit WHERE mind_id = ? ORDER BY seq DESC LIMIT 1", (mind.id,)
+    )
     restore = "INSERT INTO audit VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     with tampered(
         db,
@@ -410,8 +441,7 @@ def test_invariant_5_the_audit_chain_verifies_and_tampering_is_detected(
     assert mind.verify().ok
 
     # 6. An event deleted: its audit entry no longer lines up.
-    with closing(sqlite3.connect(db)) as conn:
-        event_row = conn.execute("SELECT * FROM events WHERE id = ?", (middle_event,)).fetchone()
+    event_row = db.fetchone("SELECT * FROM events WHERE id = ?", (middle_event,))
     with tampered(
         db,
         "DELETE FROM events WHERE id = ?",

@@ -336,26 +336,33 @@ def test_a_model_without_structured_output_answers_in_json(mind: Mind, clock: Ma
 @pytest.mark.parametrize(
     ("model", "reason"),
     [
-        (BrokenModel(responses=["unused"]), "RuntimeError: model unreachable"),
-        (FakeListChatModel(responses=["I would rather not."]), "holds no JSON object"),
+        # Factories: a fake's messages are an iterator, used up by one backend's run.
+        (lambda: BrokenModel(responses=["unused"]), "RuntimeError: model unreachable"),
+        (lambda: FakeListChatModel(responses=["I would rather not."]), "holds no JSON object"),
         (
-            ToolCallingFake(
+            lambda: ToolCallingFake(
                 messages=iter([tool_call(summary="x", kind="semantic", contradictions=[[0, 9]])])
             ),
             "unknown episodes 0, 9",
         ),
-        (ToolCallingFake(messages=iter([tool_call(summary="  ", kind="semantic")])), "empty"),
-        (ToolCallingFake(messages=iter([tool_call(summary="x", kind="opinion")])), "kind"),
+        (
+            lambda: ToolCallingFake(messages=iter([tool_call(summary="  ", kind="semantic")])),
+            "empty",
+        ),
+        (
+            lambda: ToolCallingFake(messages=iter([tool_call(summary="x", kind="opinion")])),
+            "kind",
+        ),
     ],
     ids=["raises", "no-json", "bad-index", "empty", "bad-kind"],
 )
 def test_a_failing_model_falls_back_to_the_offline_method(
-    open_mind: OpenMind, clock: ManualClock, model: Any, reason: str
+    open_mind: OpenMind, clock: ManualClock, model: Callable[[], Any], reason: str
 ) -> None:
     mind = open_mind()
     stored = episodes(mind, clock, [*BERLIN, *NOISE])
     [plan] = plan_groups(stored)
-    report = consolidate(mind, chat_model=model)
+    report = consolidate(mind, chat_model=model())
     [memory] = report.created
     assert memory.content == plan.content and memory.kind == plan.kind
     assert memory.payload["method"] == "keywords" and reason in memory.payload["fallback"]

@@ -10,9 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-import pytest
 
 from concepts import (
     AttentionDecision,
@@ -255,10 +252,8 @@ asyncio.run(main())
 """
 
 
-def test_the_snapshot_survives_sigkill(tmp_path: Path, backend: str) -> None:
-    if backend != "sqlite":
-        pytest.skip("the child process opens a SQLite file")
-    url = f"sqlite:///{tmp_path / 'killed.db'}"
+def test_the_snapshot_survives_sigkill(store_url: str) -> None:
+    url = store_url
     reported = 0
     with subprocess.Popen(
         [sys.executable, "-c", CHILD, url],

@@ -12,8 +12,8 @@ def open_storage(url: str) -> Storage:
     """Open (and migrate) the store at ``url``.
 
     ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:`` or a
-    bare file path select SQLite. PostgreSQL URLs are recognised but arrive with
-    the PostgreSQL backend.
+    bare file path select SQLite; ``postgresql://`` (or ``postgres://``) selects
+    PostgreSQL, with pool and index settings in the query string (ADR 0009).
     """
     scheme, sep, _ = url.partition("://")
     if not sep or scheme == "sqlite":
@@ -21,5 +21,9 @@ def open_storage(url: str) -> Storage:
 
         return SQLiteStorage(url)
     if scheme in {"postgresql", "postgres"}:
-        raise ConfigError("the PostgreSQL backend is not available in this version of Noema")
-    raise ConfigError(f"unsupported database URL scheme {scheme!r} (use sqlite:///PATH)")
+        from noema.storage.postgres import PostgresStorage
+
+        return PostgresStorage(url)
+    raise ConfigError(
+        f"unsupported database URL scheme {scheme!r} (use sqlite:///PATH or postgresql://...)"
+    )

@@ -8,29 +8,31 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from concepts import (
-    AuditEntry,
-    Channel,
-    DecayClass,
-    Epistemic,
-    Event,
-    Memory,
-    MemoryKind,
-    MindInfo,
-    RecallFilters,
-    Relationship,
-    Status,
-    trusted,
-)
+from concepts import AuditEntry, Event, Memory, MindInfo, RecallFilters, Relationship
 from noema.errors import ConfigError, InvalidInput, MigrationError, StorageError
 from noema.storage import ops
+from noema.storage._rows import (
+    AUDIT_COLUMNS,
+    EVENT_COLUMNS,
+    MEMORY_COLUMNS,
+    REL_COLUMNS,
+    TIME_COLUMNS,
+    audit_from_row,
+    event_from_row,
+    from_micros,
+    memory_from_row,
+    memory_row,
+    relationship_from_row,
+    to_json,
+    to_micros,
+)
 from noema.storage._sqlite_schema import MIGRATIONS
 from noema.storage._sqlite_vectors import VectorIndexes
 
@@ -38,153 +40,11 @@ __all__ = ["SQLiteStorage"]
 
 R = TypeVar("R")
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICRO = timedelta(microseconds=1)
-
-_MEMORY_COLUMNS = (
-    "id",
-    "mind_id",
-    "kind",
-    "epistemic",
-    "channel",
-    "content",
-    "summary",
-    "key",
-    "tags",
-    "payload",
-    "confidence",
-    "alpha",
-    "beta",
-    "importance",
-    "salience",
-    "trust",
-    "credibility",
-    "activation",
-    "activation_at",
-    "status",
-    "valid_from",
-    "valid_to",
-    "recorded_at",
-    "last_accessed",
-    "access_count",
-    "origin_event",
-    "content_hash",
-    "feedback_count",
-    "feedback_mean",
-    "decay",
-)
-_TIME_COLUMNS = frozenset(
-    {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
-)
-_MEMORY_SELECT = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
+_MEMORY_SELECT = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
 _INSERT_MEMORY = (
-    f"INSERT INTO memories ({', '.join(_MEMORY_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _MEMORY_COLUMNS)})"
+    f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in MEMORY_COLUMNS)})"
 )
-_REL_COLUMNS = (
-    "id",
-    "mind_id",
-    "src",
-    "relation",
-    "dst",
-    "confidence",
-    "source",
-    "status",
-    "created_at",
-    "decided_at",
-)
-_EVENT_COLUMNS = ("seq", "id", "mind_id", "kind", "at", "memory_id", "origin_event", "payload")
-_AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "digest", "prev_hash", "hash")
-
-
-def to_micros(value: datetime) -> int:
-    """An aware datetime as exact integer microseconds since the epoch."""
-    return (value - _EPOCH) // _MICRO
-
-
-def from_micros(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def _opt_time(value: int | None) -> datetime | None:
-    return None if value is None else from_micros(value)
-
-
-def _json(value: Any) -> str:
-    if not value:
-        return "[]" if isinstance(value, list | tuple) else "{}"
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-
-
-def _memory_row(m: Memory) -> tuple[Any, ...]:
-    return (
-        m.id,
-        m.mind_id,
-        m.kind.value,
-        m.epistemic.value,
-        m.channel.value,
-        m.content,
-        m.summary,
-        m.key,
-        _json(m.tags),
-        _json(m.payload),
-        m.confidence,
-        m.alpha,
-        m.beta,
-        m.importance,
-        m.salience,
-        m.trust,
-        m.credibility,
-        m.activation,
-        to_micros(m.activation_at),
-        m.status.value,
-        to_micros(m.valid_from),
-        None if m.valid_to is None else to_micros(m.valid_to),
-        to_micros(m.recorded_at),
-        None if m.last_accessed is None else to_micros(m.last_accessed),
-        m.access_count,
-        m.origin_event,
-        m.content_hash,
-        m.feedback_count,
-        m.feedback_mean,
-        m.decay.value,
-    )
-
-
-def _memory_from_row(row: Sequence[Any]) -> Memory:
-    # Rows were validated on the way in: rebuild types without re-validating.
-    data = dict(zip(_MEMORY_COLUMNS, row, strict=False))
-    for column in _TIME_COLUMNS:
-        value = data[column]
-        data[column] = None if value is None else from_micros(value)
-    data["kind"] = MemoryKind(data["kind"])
-    data["epistemic"] = Epistemic(data["epistemic"])
-    data["channel"] = Channel(data["channel"])
-    data["status"] = Status(data["status"])
-    data["decay"] = DecayClass(data["decay"])
-    data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
-    data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
-    return trusted(Memory, data)
-
-
-def _relationship_from_row(row: Sequence[Any]) -> Relationship:
-    data = dict(zip(_REL_COLUMNS, row, strict=True))
-    data["created_at"] = from_micros(data["created_at"])
-    data["decided_at"] = _opt_time(data["decided_at"])
-    return Relationship.model_validate(data)
-
-
-def _event_from_row(row: Sequence[Any]) -> Event:
-    data = dict(zip(_EVENT_COLUMNS, row, strict=True))
-    data["at"] = from_micros(data["at"])
-    data["payload"] = json.loads(data["payload"])
-    return Event.model_validate(data)
-
-
-def _audit_from_row(row: Sequence[Any]) -> AuditEntry:
-    data = dict(zip(_AUDIT_COLUMNS, row, strict=True))
-    data["at"] = from_micros(data["at"])
-    return AuditEntry.model_validate(data)
 
 
 def _placeholders(n: int) -> str:
@@ -311,7 +171,7 @@ def _list_minds(conn: sqlite3.Connection, op: ops.ListMinds) -> list[MindInfo]:
 def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
     # Writers are serialised (BEGIN IMMEDIATE), so the new rows are those past the old max.
     last = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
-    conn.executemany(_INSERT_MEMORY, [_memory_row(m) for m in op.memories])
+    conn.executemany(_INSERT_MEMORY, [memory_row(m) for m in op.memories])
     conn.execute(
         "INSERT INTO memories_fts(rowid, content) SELECT rowid, content FROM memories "
         "WHERE rowid > ?",
@@ -334,7 +194,7 @@ def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
 
 
 def _column_value(column: str, value: Any) -> Any:
-    if column in _TIME_COLUMNS:
+    if column in TIME_COLUMNS:
         return None if value is None else to_micros(value)
     return getattr(value, "value", value)
 
@@ -373,7 +233,7 @@ def _memories_where(
             f"WHERE m.mind_id = ? AND m.{column} IN ({_placeholders(len(chunk))}){extra}",
             (mind_id, *chunk),
         ).fetchall()
-        found.extend(_memory_from_row(r) for r in rows)
+        found.extend(memory_from_row(r) for r in rows)
     return found
 
 
@@ -442,7 +302,7 @@ def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Mem
                 f"ORDER BY {order.replace('rowid', 'memories_fts.rowid')} LIMIT ?",
                 (match, op.mind_id, *params, op.limit),
             ).fetchall()
-    return [(_memory_from_row(r[:-1]), float(r[-1])) for r in rows]
+    return [(memory_from_row(r[:-1]), float(r[-1])) for r in rows]
 
 
 def _scan_memories(conn: sqlite3.Connection, op: ops.ScanMemories) -> list[Memory]:
@@ -455,7 +315,7 @@ def _scan_memories(conn: sqlite3.Connection, op: ops.ScanMemories) -> list[Memor
     sql += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.recorded_at DESC, m.id DESC"
     sql += " LIMIT ?"
     params.append(op.limit)
-    return [_memory_from_row(r) for r in conn.execute(sql, params).fetchall()]
+    return [memory_from_row(r) for r in conn.execute(sql, params).fetchall()]
 
 
 def _scan_activation(
@@ -557,7 +417,7 @@ def _memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[
         "CROSS JOIN memories m ON m.rowid = j.value",
         (json.dumps(list(rowids)),),
     ).fetchall()
-    return {r[0]: _memory_from_row(r[1:]) for r in rows}
+    return {r[0]: memory_from_row(r[1:]) for r in rows}
 
 
 def _put_entities(conn: sqlite3.Connection, op: ops.PutEntities) -> None:
@@ -590,13 +450,13 @@ def _search_entities(conn: sqlite3.Connection, op: ops.SearchEntities) -> list[t
         f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.recorded_at DESC, m.id DESC LIMIT ?",
         [op.mind_id, *entities, op.mind_id, *params, op.limit],
     ).fetchall()
-    return [(_memory_from_row(r[:-1]), int(r[-1])) for r in rows]
+    return [(memory_from_row(r[:-1]), int(r[-1])) for r in rows]
 
 
 def _insert_relationships(conn: sqlite3.Connection, op: ops.InsertRelationships) -> None:
     conn.executemany(
-        f"INSERT INTO relationships ({', '.join(_REL_COLUMNS)}) "
-        f"VALUES ({_placeholders(len(_REL_COLUMNS))})",
+        f"INSERT INTO relationships ({', '.join(REL_COLUMNS)}) "
+        f"VALUES ({_placeholders(len(REL_COLUMNS))})",
         [
             (
                 r.id,
@@ -624,7 +484,7 @@ def _set_relationship_status(conn: sqlite3.Connection, op: ops.SetRelationshipSt
 
 def _find_relationships(conn: sqlite3.Connection, op: ops.FindRelationships) -> list[Relationship]:
     params: list[Any] = [op.mind_id]
-    sql = f"SELECT {', '.join(_REL_COLUMNS)} FROM relationships WHERE mind_id = ?"
+    sql = f"SELECT {', '.join(REL_COLUMNS)} FROM relationships WHERE mind_id = ?"
     if op.ids is not None:
         sql += f" AND id IN ({_placeholders(len(op.ids))})"
         params.extend(op.ids)
@@ -646,7 +506,7 @@ def _find_relationships(conn: sqlite3.Connection, op: ops.FindRelationships) -> 
     if op.limit is not None:
         sql += " LIMIT ?"
         params.append(op.limit)
-    return [_relationship_from_row(r) for r in conn.execute(sql, params).fetchall()]
+    return [relationship_from_row(r) for r in conn.execute(sql, params).fetchall()]
 
 
 def _append_events(conn: sqlite3.Connection, op: ops.AppendEvents) -> None:
@@ -661,7 +521,7 @@ def _append_events(conn: sqlite3.Connection, op: ops.AppendEvents) -> None:
                 to_micros(e.at),
                 e.memory_id,
                 e.origin_event,
-                _json(e.payload),
+                to_json(e.payload),
             )
             for e in op.events
         ],
@@ -670,7 +530,7 @@ def _append_events(conn: sqlite3.Connection, op: ops.AppendEvents) -> None:
 
 def _list_events(conn: sqlite3.Connection, op: ops.ListEvents) -> list[Event]:
     params: list[Any] = [op.mind_id]
-    sql = f"SELECT {', '.join(_EVENT_COLUMNS)} FROM events WHERE mind_id = ?"
+    sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE mind_id = ?"
     if op.memory_id is not None:
         sql += " AND memory_id = ?"
         params.append(op.memory_id)
@@ -687,16 +547,15 @@ def _list_events(conn: sqlite3.Connection, op: ops.ListEvents) -> list[Event]:
     if op.limit is not None:
         sql += " LIMIT ?"
         params.append(op.limit)
-    return [_event_from_row(r) for r in conn.execute(sql, params).fetchall()]
+    return [event_from_row(r) for r in conn.execute(sql, params).fetchall()]
 
 
 def _audit_head(conn: sqlite3.Connection, op: ops.AuditHead) -> AuditEntry | None:
     row = conn.execute(
-        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? "
-        "ORDER BY seq DESC LIMIT 1",
+        f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? ORDER BY seq DESC LIMIT 1",
         (op.mind_id,),
     ).fetchone()
-    return None if row is None else _audit_from_row(row)
+    return None if row is None else audit_from_row(row)
 
 
 def _append_audit(conn: sqlite3.Connection, op: ops.AppendAudit) -> None:
@@ -721,11 +580,11 @@ def _append_audit(conn: sqlite3.Connection, op: ops.AppendAudit) -> None:
 
 def _list_audit(conn: sqlite3.Connection, op: ops.ListAudit) -> list[AuditEntry]:
     rows = conn.execute(
-        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? AND seq > ? "
+        f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE mind_id = ? AND seq > ? "
         "ORDER BY seq LIMIT ?",
         (op.mind_id, op.after_seq, op.limit),
     ).fetchall()
-    return [_audit_from_row(r) for r in rows]
+    return [audit_from_row(r) for r in rows]
 
 
 def _is_empty(conn: sqlite3.Connection, op: ops.IsEmpty) -> bool:

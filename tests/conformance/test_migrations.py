@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
+import psycopg
 import pytest
 
 import noema
@@ -124,7 +125,93 @@ def _sqlite_probe() -> MigrationProbe:
     return SQLiteProbe(MIGRATIONS)
 
 
-PROBES = {"sqlite": _sqlite_probe}
+@dataclass
+class PostgresProbe:
+    migrations: list[tuple[int, str, str]]
+
+    def _connect(self, url: str) -> psycopg.Connection[tuple[Any, ...]]:
+        from noema.storage.postgres import parse_url
+
+        return psycopg.connect(parse_url(url)[0], autocommit=True)
+
+    def recorded(self, url: str) -> list[tuple[int, str, str]]:
+        with self._connect(url) as conn:
+            rows = conn.execute(
+                "SELECT version, name, applied_at::text FROM schema_migrations ORDER BY version"
+            ).fetchall()
+            return [(r[0], r[1], r[2]) for r in rows]
+
+    def schema(self, url: str) -> list[tuple[str, str]]:
+        """Tables as ``column TYPE, ...`` and indexes as their definitions."""
+        with self._connect(url) as conn:
+            tables = conn.execute(
+                "SELECT c.relname, string_agg(a.attname || ' ' || "
+                "upper(format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum) "
+                "FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+                "AND a.attnum > 0 AND NOT a.attisdropped GROUP BY c.relname"
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+            ).fetchall()
+            return sorted([(r[0], r[1]) for r in tables] + [(r[0], r[1]) for r in indexes])
+
+    def build(self, url: str, upto: int) -> None:
+        from noema.storage.postgres import parse_url
+
+        vectors = "bytea" if parse_url(url)[1].vectors == "off" else "vector"
+        with self._connect(url) as conn:
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL)"
+            )
+            for version, name, sql in self.migrations[:upto]:
+                conn.execute(sql.replace("{vector_type}", vectors))  # type: ignore[arg-type]
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (%s, %s, '2025-01-01 00:00:00+00')",
+                    (version, name),
+                )
+
+    def record(self, url: str, version: int, name: str) -> None:
+        with self._connect(url) as conn:
+            conn.execute("INSERT INTO schema_migrations VALUES (%s, %s, now())", (version, name))
+
+    def with_migrations(self, migrations: list[tuple[int, str, str]]) -> MigrationProbe:
+        return replace(self, migrations=migrations)
+
+    def has_table(self, url: str, table: str) -> bool:
+        with self._connect(url) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = %s",
+                (table,),
+            ).fetchone()
+            return row is not None
+
+    def add_mind(self, url: str, mind_id: str, name: str) -> None:
+        with self._connect(url) as conn:
+            conn.execute(
+                "INSERT INTO minds (id, name, created_at) VALUES (%s, %s, %s)",
+                (mind_id, name, 1_700_000_000_000_000),
+            )
+
+
+def _postgres_probe() -> MigrationProbe:
+    from noema.storage._postgres_schema import MIGRATIONS
+
+    return PostgresProbe(MIGRATIONS)
+
+
+PROBES = {
+    "sqlite": _sqlite_probe,
+    "postgres": _postgres_probe,
+    "postgres-novector": _postgres_probe,
+}
+#: Where each backend's list lives, for tests that extend it.
+MIGRATION_LISTS = {
+    "sqlite": "noema.storage.sqlite.MIGRATIONS",
+    "postgres": "noema.storage.postgres.MIGRATIONS",
+    "postgres-novector": "noema.storage.postgres.MIGRATIONS",
+}
 
 
 @pytest.fixture
@@ -137,9 +224,9 @@ def probe(backend: str) -> MigrationProbe:
 @pytest.fixture
 def patched_migrations(backend: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The module attribute holding the backend's list, for tests that extend it."""
-    if backend != "sqlite":
+    if backend not in MIGRATION_LISTS:
         pytest.skip(f"no way to extend the {backend} migrations in tests yet")
-    yield "noema.storage.sqlite.MIGRATIONS"
+    yield MIGRATION_LISTS[backend]
 
 
 def _longest_migration_list() -> int:

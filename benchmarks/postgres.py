@@ -1,0 +1,210 @@
+"""PostgreSQL scale benchmark: ingest through the reconciler, HNSW build, hybrid recall.
+
+    python -m benchmarks.postgres --server postgresql://postgres@127.0.0.1:5432/postgres \
+        --sizes 10000 100000 1000000 --output docs/benchmarks.md
+
+Each size gets a fresh database (``noema_scale_<size>``, dropped afterwards) with
+pgvector, and runs in its own subprocess. Memories and queries are the storage
+benchmark's (seeded, Zipf-distributed words), embedded inline with the
+deterministic 384-d hash embedder; ``remember_many`` writes them through the
+reconciler in batches (COPY for memories, vectors and events). Then ``ANALYZE``,
+the first vector search (which builds the HNSW index: timed as the build), and
+hybrid recall (text + vector + graph lanes, weighted fusion) over 200 queries,
+the query embedding excluded and timed apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.semantic import EMBEDDER, _recall_times
+from benchmarks.storage import (
+    _percentile,
+    machine,
+    synthetic_memories,
+    synthetic_queries,
+    write_section,
+)
+
+BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
+TARGET_INGEST, TARGET_P95_MS, TARGET_GROWTH = 10_000, 30.0, 3.0
+INDEX_MEMORY_MB = 4_096
+
+
+def _admin(server: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(statement)  # type: ignore[arg-type]
+
+
+def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
+    """Measure one size in this process (called in a fresh subprocess)."""
+    import psycopg
+
+    from concepts import MemoryInput
+    from noema import Mind
+
+    name = f"noema_scale_{size}"
+    base = server.rsplit("/", 1)[0]
+    _admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    _admin(server, f"CREATE DATABASE {name}")
+    url = f"{base}/{name}?index_build_memory_mb={INDEX_MEMORY_MB}"
+    try:
+        items = [MemoryInput.model_validate(d) for d in synthetic_memories(size)]
+        queries = synthetic_queries()
+        with Mind.open(url, "bench", embedder=EMBEDDER) as mind:
+            start = time.perf_counter()
+            for offset in range(0, size, batch * 10):
+                mind.remember_many(items[offset : offset + batch * 10], batch_size=batch)
+                print(f"  {size:,}: {offset + batch * 10:,} written", file=sys.stderr)
+            write_seconds = time.perf_counter() - start
+            with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
+                conn.execute("ANALYZE")
+                (database_bytes,) = conn.execute(  # type: ignore[misc]
+                    "SELECT pg_database_size(current_database())"
+                ).fetchone()
+            embed_times, vectors = [], []
+            for query in queries:
+                t = time.perf_counter()
+                vectors.append(mind.embedder.query(query))
+                embed_times.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            mind.recall(queries[0], peek=True)  # builds the HNSW index when one is due
+            build_seconds = time.perf_counter() - t
+            _recall_times(mind, queries[:20], vectors[:20], peek=True)  # warm the caches
+            peek = _recall_times(mind, queries, vectors, peek=True)
+            recall = _recall_times(mind, queries, vectors, peek=False)
+    finally:
+        _admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    return {
+        "size": size,
+        "write_per_s": size / write_seconds,
+        "write_s": write_seconds,
+        "database_mb": database_bytes / 2**20,
+        "embed_p50_ms": statistics.median(embed_times),
+        "index_build_s": build_seconds,
+        "peek_p50_ms": statistics.median(peek),
+        "peek_p95_ms": _percentile(peek, 0.95),
+        "recall_p50_ms": statistics.median(recall),
+        "recall_p95_ms": _percentile(recall, 0.95),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _server_version(server: str) -> str:
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), "
+            "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+        ).fetchone()
+    assert row is not None
+    return f"PostgreSQL {row[0]}, pgvector {row[1]}"
+
+
+def render(results: list[dict[str, Any]], server: str, command: str) -> str:
+    rows = [
+        f"| {r['size']:,} | {r['write_per_s']:,.0f}/s | {r['database_mb']:,.0f} MB | "
+        f"{r['index_build_s']:.1f} s | {r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
+        f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms |"
+        for r in results
+    ]
+    smallest, largest = results[0], results[-1]
+    growth = largest["peek_p95_ms"] / smallest["peek_p95_ms"]
+    ingest = min(r["write_per_s"] for r in results)
+    verdict = [
+        f"- ingest at least {TARGET_INGEST:,}/s: slowest {ingest:,.0f}/s, "
+        + ("**met**" if ingest >= TARGET_INGEST else "**missed**"),
+        f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {largest['size']:,}: "
+        f"{largest['peek_p95_ms']:.2f} ms, "
+        + ("**met**" if largest["peek_p95_ms"] <= TARGET_P95_MS else "**missed**"),
+        f"- p95 growth {smallest['size']:,} → {largest['size']:,} at most "
+        f"{TARGET_GROWTH:.0f}x: {growth:.2f}x, "
+        + ("**met**" if growth <= TARGET_GROWTH else "**missed**"),
+    ]
+    return "\n".join(
+        [
+            BEGIN,
+            "## PostgreSQL at scale",
+            "",
+            f"Measured on {machine()}, {_server_version(server)} on the same machine.",
+            f"Command: `{command}`",
+            "",
+            "One database per size; memories written through the reconciler with inline "
+            f"{EMBEDDER} vectors (`remember_many`, COPY underneath); `ANALYZE`; the first "
+            "search builds the HNSW index (m 16, ef_construction 64, "
+            f"maintenance_work_mem {INDEX_MEMORY_MB:,} MB); then hybrid recall of 200 "
+            "queries, limit 10, query embedding excluded. *peek* reads only; *recall* "
+            "also reinforces what it returns (a write).",
+            "",
+            "| memories | ingest | database | HNSW build | peek p50 | peek p95 | recall p50 "
+            "| recall p95 |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            *verdict,
+            END,
+        ]
+    )
+
+
+def _subprocess(*args: str) -> Any:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.postgres", *args],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return json.loads(out.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--server",
+        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        help="a database to connect to for creating and dropping the benchmark's databases",
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--output", type=Path, help="markdown file to update")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.server, args.one, args.batch)))
+        return 0
+    results = []
+    for size in args.sizes:
+        result = _subprocess(
+            "--server", args.server, "--one", str(size), "--batch", str(args.batch)
+        )
+        results.append(result)
+        print(
+            f"{size:>9,} memories: ingest {result['write_per_s']:,.0f}/s, build "
+            f"{result['index_build_s']:.1f} s, peek p50 {result['peek_p50_ms']:.2f} ms "
+            f"p95 {result['peek_p95_ms']:.2f} ms",
+            file=sys.stderr,
+        )
+    command = "python -m benchmarks.postgres " + " ".join(
+        ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
+    )
+    section = render(results, args.server, command)
+    if args.output:
+        write_section(args.output, section, BEGIN, END)
+    else:
+        print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

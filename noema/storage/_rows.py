@@ -1,0 +1,168 @@
+"""Rows as every backend stores them: column lists and codecs shared by SQL backends.
+
+Times are exact integer microseconds since the Unix epoch (UTC); tags and
+payloads are compact, key-sorted JSON text; enums are stored by value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from concepts import (
+    AuditEntry,
+    Channel,
+    DecayClass,
+    Epistemic,
+    Event,
+    Memory,
+    MemoryKind,
+    Relationship,
+    Status,
+    trusted,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+MEMORY_COLUMNS = (
+    "id",
+    "mind_id",
+    "kind",
+    "epistemic",
+    "channel",
+    "content",
+    "summary",
+    "key",
+    "tags",
+    "payload",
+    "confidence",
+    "alpha",
+    "beta",
+    "importance",
+    "salience",
+    "trust",
+    "credibility",
+    "activation",
+    "activation_at",
+    "status",
+    "valid_from",
+    "valid_to",
+    "recorded_at",
+    "last_accessed",
+    "access_count",
+    "origin_event",
+    "content_hash",
+    "feedback_count",
+    "feedback_mean",
+    "decay",
+)
+TIME_COLUMNS = frozenset(
+    {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
+)
+REL_COLUMNS = (
+    "id",
+    "mind_id",
+    "src",
+    "relation",
+    "dst",
+    "confidence",
+    "source",
+    "status",
+    "created_at",
+    "decided_at",
+)
+EVENT_COLUMNS = ("seq", "id", "mind_id", "kind", "at", "memory_id", "origin_event", "payload")
+AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "digest", "prev_hash", "hash")
+
+
+def to_micros(value: datetime) -> int:
+    """An aware datetime as exact integer microseconds since the epoch."""
+    return (value - _EPOCH) // _MICRO
+
+
+def from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def opt_time(value: int | None) -> datetime | None:
+    return None if value is None else from_micros(value)
+
+
+def to_json(value: Any) -> str:
+    if not value:
+        return "[]" if isinstance(value, list | tuple) else "{}"
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def memory_row(m: Memory) -> tuple[Any, ...]:
+    return (
+        m.id,
+        m.mind_id,
+        m.kind.value,
+        m.epistemic.value,
+        m.channel.value,
+        m.content,
+        m.summary,
+        m.key,
+        to_json(m.tags),
+        to_json(m.payload),
+        m.confidence,
+        m.alpha,
+        m.beta,
+        m.importance,
+        m.salience,
+        m.trust,
+        m.credibility,
+        m.activation,
+        to_micros(m.activation_at),
+        m.status.value,
+        to_micros(m.valid_from),
+        None if m.valid_to is None else to_micros(m.valid_to),
+        to_micros(m.recorded_at),
+        None if m.last_accessed is None else to_micros(m.last_accessed),
+        m.access_count,
+        m.origin_event,
+        m.content_hash,
+        m.feedback_count,
+        m.feedback_mean,
+        m.decay.value,
+    )
+
+
+def memory_from_row(row: Sequence[Any]) -> Memory:
+    # Rows were validated on the way in: rebuild types without re-validating.
+    data = dict(zip(MEMORY_COLUMNS, row, strict=False))
+    for column in TIME_COLUMNS:
+        value = data[column]
+        data[column] = None if value is None else from_micros(value)
+    data["kind"] = MemoryKind(data["kind"])
+    data["epistemic"] = Epistemic(data["epistemic"])
+    data["channel"] = Channel(data["channel"])
+    data["status"] = Status(data["status"])
+    data["decay"] = DecayClass(data["decay"])
+    data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
+    data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
+    return trusted(Memory, data)
+
+
+def relationship_from_row(row: Sequence[Any]) -> Relationship:
+    data = dict(zip(REL_COLUMNS, row, strict=True))
+    data["created_at"] = from_micros(data["created_at"])
+    data["decided_at"] = opt_time(data["decided_at"])
+    return Relationship.model_validate(data)
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    data = dict(zip(EVENT_COLUMNS, row, strict=True))
+    data["at"] = from_micros(data["at"])
+    data["payload"] = json.loads(data["payload"])
+    return Event.model_validate(data)
+
+
+def audit_from_row(row: Sequence[Any]) -> AuditEntry:
+    data = dict(zip(AUDIT_COLUMNS, row, strict=True))
+    data["at"] = from_micros(data["at"])
+    return AuditEntry.model_validate(data)
