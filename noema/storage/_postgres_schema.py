@@ -34,21 +34,6 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             SELECT regexp_replace(content, '[!-/:-@[-`{-~]+', ' ', 'g')
         $$;
 
-        -- Okapi BM25 exactly as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75): the
-        -- score of a document for query lexemes with their IDFs; tf counts positions,
-        -- the document's length is its number of positions (tokens).
-        CREATE FUNCTION noema_bm25(doc tsvector, lexemes text[], idfs float8[], avgdl float8)
-        RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-            WITH d AS (
-                SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(doc)
-            ),
-            n AS (SELECT sum(tf) AS dl FROM d)
-            SELECT coalesce(
-                sum(q.idf * d.tf * 2.2 / (d.tf + 1.2 * (0.25 + 0.75 * n.dl / avgdl))), 0
-            )
-            FROM unnest(lexemes, idfs) AS q(lexeme, idf) JOIN d USING (lexeme) CROSS JOIN n
-        $$;
-
         CREATE TABLE minds (
             id          text COLLATE "C" PRIMARY KEY,
             name        text COLLATE "C" NOT NULL UNIQUE,
@@ -95,7 +80,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             ON memories (mind_id, content_hash) WHERE status = 'active';
         CREATE INDEX memories_mind_status_time ON memories (mind_id, status, recorded_at);
         CREATE INDEX memories_mind_key ON memories (mind_id, key) WHERE key IS NOT NULL;
-        CREATE INDEX memories_tsv ON memories USING gin (tsv);
+        -- A small pending list: searches read it row by row until it is merged.
+        CREATE INDEX memories_tsv ON memories USING gin (tsv) WITH (gin_pending_list_limit = 512);
 
         -- What BM25 needs of the whole table: documents and tokens, kept per mind
         -- (each mind's writers are serialised) and summed at query time.
