@@ -7,9 +7,12 @@
 #   2. a private `deb-src` list for the next release is written to a temporary
 #      directory and used with private apt state (the system's lists are untouched);
 #   3. `apt-get source pgvector` fetches it; it builds against postgresql-server-dev-N
-#      with OPTFLAGS="" (the default -march=native may not run on another CPU);
+#      for this machine's CPU (pgvector's default OPTFLAGS=-march=native: the build is
+#      never copied elsewhere, and AVX2/FMA halve the distance computations; set
+#      PGVECTOR_OPTFLAGS="" for a portable build);
 #   4. `make install`, then CREATE EXTENSION vector in a scratch database.
-# Idempotent: an installed extension is only checked. Needs root (apt, make install).
+# Idempotent: an installed extension is only checked (PGVECTOR_REBUILD=1 rebuilds it).
+# Needs root (apt, make install).
 set -euo pipefail
 
 log() { printf 'install-pgvector: %s\n' "$*" >&2; }
@@ -30,7 +33,7 @@ check_extension() {
         -c "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'"
 }
 
-if [ -f "$CONTROL" ]; then
+if [ -f "$CONTROL" ] && [ "${PGVECTOR_REBUILD:-0}" != 1 ]; then
     log "pgvector is already installed for PostgreSQL $PG_MAJOR"
     check_extension
     exit 0
@@ -80,6 +83,6 @@ apt-get "${apt_private[@]}" update -qq
 src="$(find "$work" -maxdepth 1 -type d -name 'pgvector-*' | head -1)"
 [ -n "$src" ] || die "apt-get source pgvector unpacked nothing"
 log "building $(basename "$src")"
-make -s -C "$src" PG_CONFIG="$PG_CONFIG" OPTFLAGS="" >/dev/null
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" OPTFLAGS="${PGVECTOR_OPTFLAGS--march=native}" >/dev/null
 make -s -C "$src" PG_CONFIG="$PG_CONFIG" install >/dev/null
 check_extension

@@ -38,6 +38,10 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,7 +90,7 @@ class PostgresOptions(BaseModel):
     vectors: Literal["auto", "off"] = "auto"
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1_000)
-    hnsw_ef_search: int = Field(default=100, ge=1, le=1_000)
+    hnsw_ef_search: int = Field(default=64, ge=1, le=1_000)
     #: A (model, dimensions) with fewer vectors than this is searched exactly.
     index_min_rows: int = Field(default=5_000, ge=0)
     #: ``maintenance_work_mem`` for building an HNSW index: the build is much
@@ -380,27 +384,30 @@ def _find_by_key(s: _Session, op: ops.FindActiveByKey) -> list[Memory]:
 RERANK_MIN = 200
 
 
-def _term_counts(s: _Session, terms: Sequence[str]) -> list[tuple[str, list[str], int]]:
-    """``(term, lexemes, documents holding it)`` with counts capped at ``COMMON_DOCS``."""
-    common_lexemes = s._store._words.common(s._cur)
+def _term_counts(
+    s: _Session, terms: Sequence[str]
+) -> tuple[int, int, list[tuple[str, list[str], int]]]:
+    """Documents and tokens of the whole table, and per term ``(term, lexemes, documents)``.
+
+    Document counts stop at ``COMMON_DOCS``; a term whose every lexeme the planner's
+    statistics call common is not counted at all. One statement for all of it.
+    """
+    common = sorted(s._store._words.common(s._cur))
     rows = s.all(
-        "SELECT t, coalesce((SELECT array_agg(lexeme) "
-        "FROM unnest(to_tsvector('noema', noema_words(t)))), '{}') "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i) ORDER BY i",
-        (list(terms),),
+        "WITH stats AS (SELECT coalesce(sum(documents), 0) AS documents, "
+        "coalesce(sum(tokens), 0) AS tokens FROM text_stats), "
+        "words AS (SELECT i, t, coalesce((SELECT array_agg(lexeme) "
+        "FROM unnest(to_tsvector('noema', noema_words(t)))), '{}') AS lexemes "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)) "
+        "SELECT stats.documents, stats.tokens, w.t, w.lexemes, "
+        "CASE WHEN w.lexemes <> '{}' AND w.lexemes <@ %s::text[] THEN %s ELSE "
+        "(SELECT count(*) FROM (SELECT 1 FROM memories "
+        "WHERE tsv @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
+        "FROM stats LEFT JOIN words w ON true ORDER BY w.i",
+        (list(terms), common, COMMON_DOCS, COMMON_DOCS),
     )
-    counted = []
-    for term, lexemes in rows:
-        if lexemes and all(w in common_lexemes for w in lexemes):
-            counted.append((term, lexemes, COMMON_DOCS))
-            continue
-        row = s.one(
-            "SELECT count(*) FROM (SELECT 1 FROM memories "
-            "WHERE tsv @@ plainto_tsquery('noema', noema_words(%s)) LIMIT %s) x",
-            (term, COMMON_DOCS),
-        )
-        counted.append((term, lexemes, int(row[0]) if row else 0))
-    return counted
+    total, tokens = int(rows[0][0]), int(rows[0][1])
+    return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
 
 
 def _search_text(s: _Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
@@ -411,11 +418,9 @@ def _search_text(s: _Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     """
     if not op.terms:
         return []
-    stats = s.one("SELECT coalesce(sum(documents), 0), coalesce(sum(tokens), 0) FROM text_stats")
-    total, tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
+    total, tokens, counted = _term_counts(s, op.terms)
     if total == 0:
         return []
-    counted = _term_counts(s, op.terms)
     strict, ranked = op.strict, True
     if total > COMMON_DOCS:
         common = {term for term, _, n in counted if n >= COMMON_DOCS}
@@ -568,10 +573,19 @@ def _put_vectors(s: _Session, op: ops.PutVectors) -> None:
         )
 
 
+class _VectorLoader(Loader):
+    """pgvector's binary ``vector`` (dims, unused, big-endian floats) as a float32 array."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> np.ndarray:
+        return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
 def _as_array(value: Any) -> np.ndarray:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return np.frombuffer(value, dtype=np.float32)
-    return np.asarray(value.to_numpy(), dtype=np.float32)
+    if isinstance(value, np.ndarray):
+        return value
+    return np.frombuffer(value, dtype=np.float32)  # bytea: float32 in this machine's order
 
 
 def _get_vectors(s: _Session, op: ops.GetVectors) -> dict[str, np.ndarray]:
@@ -620,7 +634,7 @@ INDEX_RECHECK_SECONDS = 10.0
 
 #: Candidates taken from the HNSW index per result asked for (and at least this
 #: many) before exact scoring. Each costs graph steps: pgvector is no usearch.
-CANDIDATE_FACTOR = 2
+CANDIDATE_FACTOR = 1
 MIN_CANDIDATES = 64
 
 
@@ -1002,7 +1016,10 @@ class PostgresStorage:
         if self.pgvector:
             from pgvector.psycopg import register_vector
 
-            register_vector(conn)
+            register_vector(conn)  # numpy rows in as ``vector`` ...
+            info = TypeInfo.fetch(conn, "vector")
+            assert info is not None
+            conn.adapters.register_loader(info.oid, _VectorLoader)  # ... and out as numpy
 
     # ------------------------------------------------------------ schema
 

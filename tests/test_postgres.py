@@ -1,0 +1,258 @@
+"""What only the PostgreSQL backend has: URL options, pgvector or not, HNSW indexes,
+per-mind writer locks, statistics upkeep, and its errors.
+
+Everything the backends share is proven by the conformance and invariant suites,
+which run on PostgreSQL too; these tests look beneath the protocol on purpose.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from conformance.test_storage_contract import make_memory
+
+from concepts import RecallFilters
+from noema import ConfigError, Mind, StorageError
+from noema.ids import new_id
+from noema.storage import open_storage, ops
+from noema.storage.postgres import PostgresStorage, bm25, parse_url, token_count
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+@pytest.fixture(params=["postgres", "postgres-novector"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(parse_url(url)[0], autocommit=True) as conn:
+        return conn.execute(query, params or None).fetchall()  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def storage(store_url: str) -> Iterator[PostgresStorage]:
+    store = open_storage(store_url)
+    assert isinstance(store, PostgresStorage)
+    yield store
+    store.close()
+
+
+# ---------------------------------------------------------------- URLs and errors
+
+
+def test_noema_options_leave_the_url_and_the_rest_goes_to_libpq() -> None:
+    conninfo, options = parse_url(
+        "postgresql://u:pw@h:5433/db?pool_max=3&hnsw_ef_search=40&connect_timeout=5&vectors=off"
+    )
+    assert conninfo == "postgresql://u:pw@h:5433/db?connect_timeout=5"
+    assert (options.pool_max, options.hnsw_ef_search, options.vectors) == (3, 40, "off")
+    assert parse_url("postgres://h/db")[0] == "postgresql://h/db"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("pool_max=0", "pool_max"),
+        ("pool_max=lots", "pool_max"),
+        ("vectors=maybe", "vectors"),
+        ("hnsw_m=1", "hnsw_m"),
+        ("pool_min=5&pool_max=2", "pool_min is larger than pool_max"),
+    ],
+)
+def test_a_bad_option_is_a_config_error_naming_it(query: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        open_storage(f"postgresql://postgres@127.0.0.1/postgres?{query}")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unreachable_server_is_one_line_without_the_password() -> None:
+    with pytest.raises(StorageError) as caught:
+        open_storage("postgresql://noema:secret@127.0.0.1:1/noema?connect_timeout=2")
+    message = str(caught.value)
+    assert message.startswith("cannot connect to PostgreSQL at postgresql://noema:***@127.0.0.1:1")
+    assert "secret" not in message and "\n" not in message
+
+
+def test_an_unknown_libpq_parameter_is_a_config_error(store_url: str) -> None:
+    with pytest.raises(ConfigError, match="database URL is not usable"):
+        open_storage(store_url + "&no_such_parameter=1")
+
+
+def test_the_cli_runs_on_a_postgresql_url(store_url: str) -> None:
+    def noema(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "noema"), "--db", store_url, "--mind", "cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"NOEMA_EMBEDDER": "none", "PATH": "/usr/bin:/bin"},
+        )
+
+    assert noema("remember", "the ferry runs hourly").returncode == 0
+    found = noema("recall", "ferry", "--json")
+    assert found.returncode == 0, found.stderr
+    assert '"the ferry runs hourly"' in found.stdout
+    verified = noema("verify")
+    assert verified.returncode == 0, verified.stderr
+
+
+# ---------------------------------------------------------------- vectors
+
+
+def test_the_vector_column_is_pgvector_or_bytes(storage: PostgresStorage, backend: str) -> None:
+    [(column,)] = sql(
+        storage.url,
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'vectors'::regclass AND attname = 'vector'",
+    )
+    assert storage.pgvector is (backend == "postgres")
+    assert column == ("vector" if backend == "postgres" else "bytea")
+
+
+def test_an_hnsw_index_per_model_is_built_when_due_and_finds_the_exact_best(
+    store_url: str, backend: str
+) -> None:
+    store = open_storage(store_url + "&index_min_rows=300")
+    assert isinstance(store, PostgresStorage)
+    try:
+        with store.transaction() as session:
+            mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW)).id
+        rng = np.random.default_rng(7)
+        memories = []
+        for i in range(400):
+            memories.append(make_memory(mind, f"vector memory {i}"))
+        vectors = rng.normal(size=(400, 24)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with store.transaction() as session:
+            session.run(ops.InsertMemories(memories))
+            session.run(ops.PutVectors(mind, "model-a", [m.id for m in memories], vectors))
+            session.run(
+                ops.PutVectors(mind, "model-b", [m.id for m in memories[:10]], vectors[:10, :8])
+            )
+        query = vectors[17] + 0.1 * vectors[3]
+        query /= np.linalg.norm(query)
+        with store.transaction(write=False) as session:
+            found = session.run(ops.SearchVectors(mind, "model-a", query, RecallFilters(), None, 5))
+            small = session.run(
+                ops.SearchVectors(mind, "model-b", vectors[2, :8], RecallFilters(), None, 3)
+            )
+        exact = np.argsort(-(vectors @ query))[:5]
+        assert [m.id for m, _ in found] == [memories[i].id for i in exact]
+        assert [s for _, s in found] == pytest.approx([float(vectors[i] @ query) for i in exact])
+        assert small[0][0].id == memories[2].id
+        indexes = [
+            r[0]
+            for r in sql(
+                store_url,
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexdef LIKE '%hnsw%'",
+            )
+        ]
+        if backend == "postgres":  # one index, for model-a: model-b has 10 vectors only
+            assert len(indexes) == 1
+            assert "vector_cosine_ops" in indexes[0] and "'model-a'" in indexes[0]
+        else:
+            assert indexes == []
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------- writers and statistics
+
+
+def test_writers_of_one_mind_wait_for_each_other_and_other_minds_do_not(store_url: str) -> None:
+    first, second = open_storage(store_url), open_storage(store_url)
+    try:
+        with first.transaction() as session:
+            a = session.run(ops.EnsureMind("a", new_id(NOW), NOW)).id
+            b = session.run(ops.EnsureMind("b", new_id(NOW), NOW)).id
+        holding, release = threading.Event(), threading.Event()
+
+        def hold_a() -> None:
+            with first.transaction() as session:
+                session.run(ops.AuditHead(a))  # takes mind a's lock
+                holding.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold_a)
+        holder.start()
+        assert holding.wait(30)
+        started = time.monotonic()
+        with second.transaction() as session:  # mind b: no wait
+            session.run(ops.AuditHead(b))
+        assert time.monotonic() - started < 2
+        done = threading.Event()
+
+        def write_a() -> None:
+            with second.transaction() as session:
+                session.run(ops.AuditHead(a))
+            done.set()
+
+        waiter = threading.Thread(target=write_a)
+        waiter.start()
+        assert not done.wait(0.5)  # blocked behind the first writer of mind a
+        release.set()
+        assert done.wait(30)
+        holder.join(30)
+        waiter.join(30)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_two_processes_opening_a_new_database_migrate_it_once(store_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_close() -> None:
+        try:
+            open_storage(store_url).close()
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_close) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sql(store_url, "SELECT version FROM schema_migrations ORDER BY version") == [
+        (1,),
+        (2,),
+        (3,),
+    ]
+
+
+def test_bulk_writes_refresh_the_planner_statistics(store_url: str) -> None:
+    with Mind.open(store_url, "bulk", embedder="none") as mind:
+        mind.remember_many([{"content": f"bulk fact number {i}"} for i in range(1_200)])
+    [(analyzed,)] = sql(
+        store_url,
+        "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables "
+        "WHERE relid = 'memories'::regclass",
+    )
+    assert analyzed
+
+
+# ---------------------------------------------------------------- BM25
+
+
+def test_bm25_follows_fts5() -> None:
+    # FTS5: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), k1 1.2, b 0.75.
+    tsv = "'ferri':3,7 'river':1 'run':2"
+    idf = 0.5
+    expected = idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 4 / 5.0))
+    assert bm25(tsv, [["ferri"]], [idf], 5.0) == pytest.approx(expected)
+    assert bm25(tsv, [["ferri"], ["boat"]], [idf, 3.0], 5.0) == pytest.approx(expected)
+    assert bm25(tsv, [["boat"]], [3.0], 5.0) == 0.0
+    assert token_count("INC-7 is well-known, isn't it?") == 8  # inc 7 is well known isn t it
