@@ -11,6 +11,7 @@ common and some rare, as in real text.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -53,11 +54,13 @@ def _zipf_weights() -> list[float]:
 def synthetic_memories(n: int, seed: int = SEED) -> list[dict[str, Any]]:
     """``n`` deterministic memories shaped like the JSONL input of ``noema remember --file``."""
     rng = random.Random(seed)
-    words, weights = _words(rng), _zipf_weights()
+    words = _words(rng)
+    # Cumulative once: choices() with plain weights re-sums all 20,000 on every call.
+    cumulative = list(itertools.accumulate(_zipf_weights()))
     kinds = ["episodic", "semantic", "procedural"]
     items = []
     for i in range(n):
-        body = " ".join(rng.choices(words, weights, k=rng.randint(6, 14)))
+        body = " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(6, 14)))
         items.append(
             {
                 "content": f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {body} (note {i})",

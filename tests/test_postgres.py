@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +256,50 @@ def test_bm25_follows_fts5() -> None:
     assert bm25(tsv, [["ferri"], ["boat"]], [idf, 3.0], 5.0) == pytest.approx(expected)
     assert bm25(tsv, [["boat"]], [3.0], 5.0) == 0.0
     assert token_count("INC-7 is well-known, isn't it?") == 8  # inc 7 is well known isn t it
+
+
+# ---------------------------------------------------------------- job leases
+
+HOLDER = """
+import sys, time
+from datetime import UTC, datetime, timedelta
+from noema.storage import open_storage, ops
+store = open_storage(sys.argv[1])
+now = datetime.now(UTC)
+until = now + timedelta(seconds=float(sys.argv[2]))
+with store.transaction() as session:
+    assert session.run(ops.AcquireLease("job:sweep", "child", now, until))
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_live_runtime_keeps_its_lease_and_a_killed_one_frees_it_at_once(
+    storage: PostgresStorage,
+) -> None:
+    def acquire(holder: str) -> bool:
+        now = datetime.now(UTC)
+        with storage.transaction() as session:
+            return session.run(
+                ops.AcquireLease("job:sweep", holder, now, now + timedelta(seconds=60))
+            )
+
+    for expiry, after_kill in (("0", "expired row"), ("3600", "row an hour from expiry")):
+        with subprocess.Popen(
+            [sys.executable, "-c", HOLDER, storage.url, expiry],
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as child:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "holding"
+            # Alive, even with its lease row past expiry: the advisory lock keeps it.
+            assert not acquire("parent"), after_kill
+            child.kill()
+            child.wait()
+        # Its connection died with it: the lease is free at once, whatever the row says.
+        deadline = time.monotonic() + 10
+        while not acquire("parent"):
+            assert time.monotonic() < deadline, after_kill
+            time.sleep(0.1)
+        with storage.transaction() as session:
+            session.run(ops.ReleaseLease("job:sweep", "parent"))

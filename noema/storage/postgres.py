@@ -8,7 +8,8 @@ chain and the check-then-insert of the reconciler see no interleaving writer.
 Read sessions are ``REPEATABLE READ READ ONLY``: one snapshot.
 
 Full text: a stored ``tsvector`` column (configuration ``noema``: English
-stemming, no stop words) under a GIN index, ranked with ``ts_rank_cd``.
+stemming, no stop words) under a GIN index; ``ts_rank_cd`` picks the best
+matches and BM25, computed as SQLite's FTS5 computes it, orders them.
 Vectors: pgvector's ``vector`` column with one partial HNSW index
 (``vector_cosine_ops``) per (model, dimensions), built the first time a search
 needs it; without the extension, float32 bytes searched exactly. Either way
@@ -897,21 +898,73 @@ def _load_snapshot(s: _Session, op: ops.LoadSnapshot) -> tuple[int, str] | None:
 
 
 def _acquire_lease(s: _Session, op: ops.AcquireLease) -> bool:
-    # The advisory lock makes check-and-take one step across every runtime.
-    s.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"noema:lease:{op.name}"),))
+    """The lease row, as on SQLite, guarded by a session advisory lock per lease name.
+
+    The store holds the advisory lock on its own connection for as long as one of
+    its runtimes holds the lease. Another store cannot get it, so two processes
+    never run the job at once even if a lease row outlives its expiry. When the
+    advisory lock is free, no live process holds the lease (a crashed runtime's
+    connection released it with the crash), so the row is taken over at once.
+    """
+    leases = s._store.leases
+    held = leases.holds(op.name)
+    if not held and not leases.take(op.name, _lock_key(f"noema:lease:{op.name}")):
+        return False  # another live store holds it
     taken = s.execute(
         "INSERT INTO job_leases (name, holder, expires_at) VALUES (%s, %s, %s) "
         "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
         "expires_at = excluded.expires_at "
-        "WHERE job_leases.holder = excluded.holder OR job_leases.expires_at <= %s",
-        (op.name, op.holder, to_micros(op.expires_at), to_micros(op.now)),
+        "WHERE job_leases.holder = excluded.holder OR job_leases.expires_at <= %s "
+        "OR NOT %s",
+        (op.name, op.holder, to_micros(op.expires_at), to_micros(op.now), held),
     )
     return taken == 1
 
 
 def _release_lease(s: _Session, op: ops.ReleaseLease) -> None:
-    s.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"noema:lease:{op.name}"),))
-    s.execute("DELETE FROM job_leases WHERE name = %s AND holder = %s", (op.name, op.holder))
+    released = s.execute(
+        "DELETE FROM job_leases WHERE name = %s AND holder = %s", (op.name, op.holder)
+    )
+    if released:
+        s._store.leases.give_back(op.name, _lock_key(f"noema:lease:{op.name}"))
+
+
+class _Leases:
+    """Session-level advisory locks of one store, on one connection of its own."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._held: set[str] = set()
+
+    def holds(self, name: str) -> bool:
+        """Whether this store holds the lock (then the lease row decides, as on SQLite)."""
+        with self._lock:
+            return name in self._held
+
+    def take(self, name: str, key: int) -> bool:
+        with self._lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(self._conninfo, autocommit=True)
+                self._held.clear()
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if not (row and row[0]):
+                return False
+            self._held.add(name)
+            return True
+
+    def give_back(self, name: str, key: int) -> None:
+        with self._lock:
+            if name in self._held and self._conn is not None and not self._conn.closed:
+                self._conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            self._held.discard(name)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._held.clear()
 
 
 _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
@@ -975,6 +1028,7 @@ class PostgresStorage:
         self.url = url
         self.conninfo, self.options = parse_url(url)
         self._words = _WordStats()
+        self.leases = _Leases(self.conninfo)
         self._indexes: dict[tuple[str, int], bool] = {}
         self._not_due: dict[tuple[str, int], float] = {}  # key -> when to count again
         self._index_lock = threading.Lock()
@@ -1116,6 +1170,10 @@ class PostgresStorage:
         if count is None or count[0] < self.options.index_min_rows:
             self._not_due[key] = time.monotonic() + INDEX_RECHECK_SECONDS
             return False
+        if session._write:
+            # The build waits for every writer of the table, this session included:
+            # it would wait for itself. A read session builds it; until then, exactly.
+            return False
         with self._index_lock, psycopg.connect(self.conninfo, autocommit=True) as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(f"noema:index:{name}"),))
             conn.execute(
@@ -1191,6 +1249,7 @@ class PostgresStorage:
         self._analyzed_rows = max(0.0, float(row[0])) if row else 0.0
 
     def close(self) -> None:
+        self.leases.close()
         self._pool.close()
 
 
