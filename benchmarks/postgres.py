@@ -106,10 +106,11 @@ def _server_version(server: str) -> str:
     with psycopg.connect(server, autocommit=True) as conn:
         row = conn.execute(
             "SELECT current_setting('server_version'), "
-            "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+            "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector'), "
+            "current_setting('shared_buffers')"
         ).fetchone()
     assert row is not None
-    return f"PostgreSQL {row[0]}, pgvector {row[1]}"
+    return f"PostgreSQL {row[0]} (shared_buffers {row[2]}), pgvector {row[1]}"
 
 
 def render(results: list[dict[str, Any]], server: str, command: str) -> str:
@@ -143,7 +144,7 @@ def render(results: list[dict[str, Any]], server: str, command: str) -> str:
             "One database per size; memories written through the reconciler with inline "
             f"{EMBEDDER} vectors (`remember_many`, COPY underneath); `ANALYZE`; the first "
             "search builds the HNSW index (m 16, ef_construction 64, "
-            f"maintenance_work_mem {INDEX_MEMORY_MB:,} MB); then hybrid recall of 200 "
+            f"maintenance_work_mem {INDEX_MEMORY_MB:,} MB); then hybrid recall of 300 "
             "queries, limit 10, query embedding excluded. *peek* reads only; *recall* "
             "also reinforces what it returns (a write).",
             "",

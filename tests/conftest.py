@@ -71,6 +71,27 @@ class PostgresServer:
             return
         if not available:
             self.pgvector_problem = f"pgvector is not installed on the server at {self.url}"
+        self._drop_leftovers()
+
+    def _drop_leftovers(self) -> None:
+        """Databases of earlier runs that were killed before they could drop them."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT datname FROM pg_database WHERE datname LIKE 'noema_test_%'"
+                )
+            ]
+            for name in names:
+                pid = int(name.split("_")[2])
+                try:
+                    os.kill(pid, 0)  # the run that made it is still going
+                except ProcessLookupError:
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                except PermissionError:  # alive, another user's
+                    pass
 
     def database(self, module: str, variant: str) -> str:
         import psycopg
