@@ -43,7 +43,7 @@ def _admin(server: str, statement: str) -> None:
     import psycopg
 
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(statement)  # type: ignore[arg-type]
+        conn.execute(statement)
 
 
 def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
@@ -73,6 +73,7 @@ def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
                     "SELECT pg_database_size(current_database())"
                 ).fetchone()
             embed_times, vectors = [], []
+            assert mind.embedder is not None
             for query in queries:
                 t = time.perf_counter()
                 vectors.append(mind.embedder.query(query))

@@ -37,7 +37,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     with psycopg.connect(parse_url(url)[0], autocommit=True) as conn:
-        return conn.execute(query, params or None).fetchall()  # type: ignore[arg-type]
+        return conn.execute(query, params or None).fetchall()
 
 
 @pytest.fixture

@@ -273,13 +273,13 @@ class _Session:
     # Small helpers over the cursor.
 
     def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._cur.execute(query, params).fetchall()  # type: ignore[arg-type]
+        return self._cur.execute(query, params).fetchall()
 
     def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self._cur.execute(query, params).fetchone()  # type: ignore[arg-type]
+        return self._cur.execute(query, params).fetchone()
 
     def execute(self, query: str | sql.Composed, params: Sequence[Any] = ()) -> int:
-        return self._cur.execute(query, params).rowcount  # type: ignore[arg-type]
+        return self._cur.execute(query, params).rowcount
 
 
 # ---------------------------------------------------------------- handlers: minds and memories
@@ -1101,7 +1101,7 @@ class PostgresStorage:
                     script = script.replace("{vector_type}", vector_type)
                 try:
                     with conn.transaction():
-                        conn.execute(script)  # type: ignore[arg-type]
+                        conn.execute(script)
                 except psycopg.Error as exc:
                     raise MigrationError(
                         f"migration {version} ({name}) failed: {_first_line(exc)}"
