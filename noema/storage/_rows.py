@@ -7,7 +7,7 @@ payloads are compact, key-sorted JSON text; enums are stored by value.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -166,3 +166,28 @@ def audit_from_row(row: Sequence[Any]) -> AuditEntry:
     data = dict(zip(AUDIT_COLUMNS, row, strict=True))
     data["at"] = from_micros(data["at"])
     return AuditEntry.model_validate(data)
+
+
+def update_groups(
+    mind_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]], mutable: frozenset[str]
+) -> dict[tuple[str, ...], list[tuple[Any, ...]]]:
+    """``UpdateMemories`` as rows grouped by the columns they set.
+
+    Each row is ``(*values, mind_id, memory_id)`` with times in microseconds and
+    enums by value; a field outside ``mutable`` is refused before anything runs.
+    """
+    grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for memory_id, changes in updates:
+        unknown = set(changes) - mutable
+        if unknown:
+            raise ValueError(f"fields {sorted(unknown)} of a memory never change")
+        columns = tuple(sorted(changes))
+        values = tuple(_column_value(c, changes[c]) for c in columns)
+        grouped.setdefault(columns, []).append((*values, mind_id, memory_id))
+    return grouped
+
+
+def _column_value(column: str, value: Any) -> Any:
+    if column in TIME_COLUMNS:
+        return None if value is None else to_micros(value)
+    return getattr(value, "value", value)

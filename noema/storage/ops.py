@@ -354,3 +354,22 @@ class ReleaseLease(Op[None]):
 
     name: str
     holder: str
+
+
+#: The operations that change the store; a read session refuses them.
+WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
+    {
+        EnsureMind,
+        InsertMemories,
+        UpdateMemories,
+        PutVectors,
+        PutEntities,
+        InsertRelationships,
+        SetRelationshipStatus,
+        AppendEvents,
+        AppendAudit,
+        SaveSnapshot,
+        AcquireLease,
+        ReleaseLease,
+    }
+)

@@ -23,7 +23,6 @@ from noema.storage._rows import (
     EVENT_COLUMNS,
     MEMORY_COLUMNS,
     REL_COLUMNS,
-    TIME_COLUMNS,
     audit_from_row,
     event_from_row,
     from_micros,
@@ -32,6 +31,7 @@ from noema.storage._rows import (
     relationship_from_row,
     to_json,
     to_micros,
+    update_groups,
 )
 from noema.storage._sqlite_schema import MIGRATIONS
 from noema.storage._sqlite_vectors import VectorIndexes
@@ -136,7 +136,7 @@ class _Session:
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise TypeError(f"SQLite backend has no handler for {type(op).__name__}")
-        if not self._write and type(op) in _WRITE_OPS:
+        if not self._write and type(op) in ops.WRITE_OPS:
             raise TypeError(f"{type(op).__name__} needs a write transaction")
         try:
             return cast(R, handler(self._conn, op))
@@ -180,23 +180,9 @@ def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
 
 
 def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
-    grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for memory_id, changes in op.updates:
-        unknown = set(changes) - ops.MUTABLE_FIELDS
-        if unknown:
-            raise ValueError(f"fields {sorted(unknown)} of a memory never change")
-        columns = tuple(sorted(changes))
-        values = tuple(_column_value(c, changes[c]) for c in columns)
-        grouped.setdefault(columns, []).append((*values, op.mind_id, memory_id))
-    for columns, rows in grouped.items():
+    for columns, rows in update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS).items():
         assignments = ", ".join(f"{c} = ?" for c in columns)
         conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
-
-
-def _column_value(column: str, value: Any) -> Any:
-    if column in TIME_COLUMNS:
-        return None if value is None else to_micros(value)
-    return getattr(value, "value", value)
 
 
 def _get_memories(conn: sqlite3.Connection, op: ops.GetMemories) -> list[Memory]:
@@ -659,22 +645,6 @@ _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.AcquireLease: _acquire_lease,
     ops.ReleaseLease: _release_lease,
 }
-_WRITE_OPS = frozenset(
-    {
-        ops.EnsureMind,
-        ops.InsertMemories,
-        ops.UpdateMemories,
-        ops.PutVectors,
-        ops.PutEntities,
-        ops.InsertRelationships,
-        ops.SetRelationshipStatus,
-        ops.AppendEvents,
-        ops.AppendAudit,
-        ops.SaveSnapshot,
-        ops.AcquireLease,
-        ops.ReleaseLease,
-    }
-)
 
 
 class SQLiteStorage:
