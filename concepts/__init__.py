@@ -36,6 +36,7 @@ from concepts.workspace import (
     AttentionDecision,
     Candidate,
     Observation,
+    ProcessState,
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "MemoryKind",
     "MindInfo",
     "Observation",
+    "ProcessState",
     "RecallFilters",
     "RecallQuery",
     "RecallResult",

@@ -20,6 +20,7 @@ __all__ = [
     "AttentionDecision",
     "Candidate",
     "Observation",
+    "ProcessState",
     "WorkingMemoryItem",
     "WorkspaceSnapshot",
 ]
@@ -93,11 +94,38 @@ class WorkingMemoryItem(BaseModel):
     score: float
 
 
+class ProcessState(BaseModel):
+    """How one process of a workspace is doing: its failures and whether it is quarantined."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    failures: int = Field(default=0, ge=0)
+    quarantined: bool = False
+    last_error: str | None = None
+    last_failed_cycle: int | None = None
+
+    def state(self, cycle: int, window: int = 10) -> str:
+        """``quarantined``, ``failing`` (failed in the last ``window`` cycles) or ``running``."""
+        if self.quarantined:
+            return "quarantined"
+        if self.last_failed_cycle is not None and cycle - self.last_failed_cycle < window:
+            return "failing"
+        return "running"
+
+
 class WorkspaceSnapshot(BaseModel):
-    """What survives a restart: the cycle number, working memory, recent broadcasts."""
+    """What survives a restart and what an inspector shows of the workspace.
+
+    The cycle number, working memory and recent broadcasts are restored on
+    restart; the last cycle's decisions and the processes' states are what the
+    workspace looked like when it was saved.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     cycle: int = Field(default=0, ge=0)
     items: tuple[WorkingMemoryItem, ...] = ()
     broadcasts: tuple[Candidate, ...] = ()
+    decisions: tuple[AttentionDecision, ...] = ()
+    processes: tuple[ProcessState, ...] = ()

@@ -17,9 +17,12 @@ from concepts import (
     EventKind,
     MemoryKind,
     Observation,
+    ProcessState,
     WorkingMemoryItem,
+    WorkspaceSnapshot,
 )
 from noema import ManualClock, Mind, Process
+from noema.storage import ops
 from processes import Attend, Retrieve
 from workspace import AttentionConfig, ProcessContext, WorkingMemory, decide
 
@@ -210,6 +213,31 @@ def test_a_failing_process_is_reported_quarantined_and_the_mind_keeps_running(
     quarantined = mind.events(kinds=[EventKind.PROCESS_QUARANTINED])
     assert [e.payload["process"] for e in quarantined] == ["broken", "sleepy"]
     assert mind.verify().ok
+    with mind.storage.transaction(write=False) as session:
+        saved = session.run(ops.LoadSnapshot(mind.id))
+    assert saved is not None
+    snapshot = WorkspaceSnapshot.model_validate_json(saved[1])
+    states = {
+        p.name: (p.state(snapshot.cycle), p.failures, p.last_error) for p in snapshot.processes
+    }
+    assert states == {
+        "attend": ("running", 0, None),
+        "retrieve": ("running", 0, None),
+        "broken": ("quarantined", 3, "propose: RuntimeError: plugin bug"),
+        "sleepy": ("quarantined", 3, "propose: timed out"),
+    }
+    # the last cycle's competition is kept with each candidate's components
+    assert snapshot.decisions and all(
+        abs(sum(d.components.values()) - d.score) < 1e-9 for d in snapshot.decisions
+    )
+    admitted = {d.candidate.source: d.candidate.content for d in snapshot.decisions if d.admitted}
+    assert admitted["attend"] == "observation number 3"
+
+
+def test_a_process_that_failed_lately_is_failing_then_running_again() -> None:
+    state = ProcessState(name="p", failures=1, last_failed_cycle=5)
+    assert [state.state(cycle) for cycle in (5, 14, 15)] == ["failing", "failing", "running"]
+    assert ProcessState(name="p", quarantined=True).state(0) == "quarantined"
 
 
 # ---------------------------------------------------------------- snapshots

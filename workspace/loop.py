@@ -24,6 +24,7 @@ from concepts import (
     Candidate,
     EventKind,
     Observation,
+    ProcessState,
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
@@ -89,6 +90,8 @@ class Workspace:
         self.recent: list[Candidate] = []
         self.failures: dict[str, int] = {}
         self.quarantined: set[str] = set()
+        self.last_errors: dict[str, tuple[int, str]] = {}
+        self.decisions: list[AttentionDecision] = []
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._started = False
 
@@ -103,6 +106,7 @@ class Workspace:
             self.ctx.cycle = snapshot.cycle
             self.memory.items = list(snapshot.items)
             self.recent = list(snapshot.broadcasts)
+            self.decisions = list(snapshot.decisions)
         self.ctx.working_memory = tuple(self.memory.items)
         for process in self.processes:
             await self._call(process, "on_start", self.ctx)
@@ -115,9 +119,30 @@ class Workspace:
         self._commit([])
 
     def snapshot(self) -> WorkspaceSnapshot:
+        """The state to save: restored on restart, shown by inspectors such as the TUI."""
         return WorkspaceSnapshot(
-            cycle=self.ctx.cycle, items=tuple(self.memory.items), broadcasts=tuple(self.recent)
+            cycle=self.ctx.cycle,
+            items=tuple(self.memory.items),
+            broadcasts=tuple(self.recent),
+            decisions=tuple(self.decisions),
+            processes=tuple(self.process_states()),
         )
+
+    def process_states(self) -> list[ProcessState]:
+        """Each process's failures, last error and quarantine, in the workspace's order."""
+        states = []
+        for process in self.processes:
+            failed_cycle, error = self.last_errors.get(process.name, (None, None))
+            states.append(
+                ProcessState(
+                    name=process.name,
+                    failures=self.failures.get(process.name, 0),
+                    quarantined=process.name in self.quarantined,
+                    last_error=error,
+                    last_failed_cycle=failed_cycle,
+                )
+            )
+        return states
 
     # ------------------------------------------------------------ one cycle
 
@@ -133,6 +158,7 @@ class Workspace:
             proposed = await self._call(process, "propose", ctx)
             candidates.extend(proposed or [])
         decisions = decide(candidates, self.memory.items, self.recent, self.attention)
+        self.decisions = decisions
         dropped = self.memory.tick()
         admitted: list[WorkingMemoryItem] = []
         for decision in decisions:
@@ -221,6 +247,7 @@ class Workspace:
             error = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
             count = self.failures.get(process.name, 0) + 1
             self.failures[process.name] = count
+            self.last_errors[process.name] = (self.ctx.cycle, f"{hook}: {error}")
             log.warning("process %s failed in %s: %s", process.name, hook, error)
             self._pending.append(
                 (

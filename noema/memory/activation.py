@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -36,3 +37,29 @@ def recency(recorded_at: datetime, now: datetime, scale_days: float) -> float:
     """``exp(-age / scale)``, 1 for a memory recorded now (or in the future)."""
     age_days = max((now - recorded_at).total_seconds(), 0.0) / SECONDS_PER_DAY
     return math.exp(-age_days / scale_days)
+
+
+def activation_series(
+    points: Sequence[tuple[datetime, float]],
+    now: datetime,
+    importance: float,
+    base_days: float,
+    samples: int = 40,
+) -> list[float]:
+    """Activation sampled at ``samples`` even steps from the first point to ``now``.
+
+    ``points`` are ``(time, activation)`` pairs in time order, such as a memory's
+    creation and each admitted recall; between them activation decays.
+    """
+    if not points:
+        return []
+    start = points[0][0]
+    span = max((now - start).total_seconds(), 0.0)
+    series, index = [], 0
+    for step in range(samples):
+        at = start + timedelta(seconds=span * step / max(samples - 1, 1))
+        while index + 1 < len(points) and points[index + 1][0] <= at:
+            index += 1
+        since, value = points[index]
+        series.append(decayed(value, since, at, importance, base_days))
+    return series
