@@ -192,6 +192,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", choices=_choices(Channel), default=Channel.USER.value)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_observe)
+    p = commands.add_parser(
+        "tui", help="inspect and correct the mind in a terminal UI (live beside `noema run`)"
+    )
+    p.add_argument("--db", dest="tui_db", metavar="URL", help="as the global --db")
+    p.add_argument("--mind", dest="tui_mind", metavar="NAME", help="as the global --mind")
+    p.add_argument(
+        "--screen", choices=["workspace", "explorer"], default="workspace", help="first screen"
+    )
+    p.add_argument(
+        "--poll", type=float, default=1.0, metavar="SECONDS", help="how often to look for writes"
+    )
+    p.set_defaults(handler=cmd_tui)
     return parser
 
 
@@ -528,6 +540,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
         for group in ("by_kind", "by_status"):
             for name, count in stats[group].items():
                 print(f"  {name:<18} {count}")
+    return EXIT_OK
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    if not 0.05 <= args.poll <= 3600:
+        raise InvalidInput(f"--poll: between 0.05 and 3600 seconds, got {args.poll}")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("tui: needs an interactive terminal")
+    args.db = args.tui_db or args.db
+    args.mind = args.tui_mind or args.mind
+    from tui.app import NoemaApp
+
+    with _open(args) as mind:
+        NoemaApp(mind, mode=args.screen, poll_seconds=args.poll).run()
     return EXIT_OK
 
 

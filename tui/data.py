@@ -1,0 +1,261 @@
+"""What the TUI reads from and writes to one mind: plain blocking calls, run in workers.
+
+Screens never touch storage directly; every call here is one short transaction
+through the ``Mind`` API or a read-only storage operation, so it is safe beside
+a ``noema run`` writing to the same database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from concepts import (
+    AuditEntry,
+    Channel,
+    Event,
+    EventKind,
+    Memory,
+    MemoryInput,
+    RecallFilters,
+    RecallResult,
+    Relationship,
+    WorkspaceSnapshot,
+)
+from noema.errors import InvalidInput, UsageError
+from noema.memory.activation import activation_series
+from noema.mind import Mind, recall_query
+from noema.storage import ops
+
+__all__ = [
+    "COMPONENTS",
+    "Edge",
+    "FieldErrors",
+    "MemoryDetail",
+    "MindData",
+    "WorkspaceView",
+    "other_component",
+]
+
+#: The recall components the explorer shows in their own columns, in this order.
+COMPONENTS = ("text", "vector", "recency", "activation", "importance", "credibility")
+
+#: How many of the newest events of a memory its detail lists.
+DETAIL_EVENTS = 200
+
+#: Event kinds whose payload carries the memory's activation just after the event.
+_ACTIVATION_EVENTS = (EventKind.MEMORY_RETRIEVED, EventKind.MEMORY_REINFORCED)
+
+
+def other_component(result: RecallResult) -> float:
+    """The part of a score outside ``COMPONENTS`` (graph, feedback, exploration)."""
+    return sum(v for k, v in result.components.items() if k not in COMPONENTS)
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    """The mind's workspace as last saved by a running ``noema run`` (or empty)."""
+
+    snapshot: WorkspaceSnapshot
+    saved: bool
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A relationship seen from one memory, with the memory at its other end."""
+
+    relationship: Relationship
+    direction: Literal["out", "in"]
+    other: Memory | None
+
+    @property
+    def other_id(self) -> str:
+        edge = self.relationship
+        return edge.dst if self.direction == "out" else edge.src
+
+
+@dataclass(frozen=True)
+class MemoryDetail:
+    """Everything the detail screen shows of one memory."""
+
+    memory: Memory
+    origin: Event | None
+    edges: list[Edge]
+    events: list[Event]
+    audit: AuditEntry | None
+    activation: list[float] = field(default_factory=list)
+
+
+class FieldErrors(InvalidInput):
+    """Input a form refused, as one message per form field (``""`` for the whole form)."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" if k else v for k, v in errors.items()))
+
+
+class MindData:
+    """The TUI's access to one mind."""
+
+    def __init__(self, mind: Mind) -> None:
+        self.mind = mind
+
+    @property
+    def title(self) -> str:
+        """The mind's name and where it lives, without credentials or directories."""
+        url = self.mind.storage.url
+        scheme, _, rest = url.partition("://")
+        if scheme == "sqlite":
+            return f"{self.mind.name} · sqlite · {PurePath(rest).name}"
+        database = rest.rpartition("/")[2].partition("?")[0]
+        return f"{self.mind.name} · {scheme} · {database}"
+
+    def now(self) -> datetime:
+        return self.mind.clock.now()
+
+    # ------------------------------------------------------------ reading
+
+    def version(self) -> int:
+        """The sequence number of the mind's newest event: it changes on every write."""
+        newest = self.mind.events(limit=1, newest_first=True)
+        return newest[0].seq or 0 if newest else 0
+
+    def workspace(self) -> WorkspaceView:
+        with self.mind.storage.transaction(write=False) as session:
+            saved = session.run(ops.LoadSnapshot(self.mind.id))
+        if saved is None:
+            return WorkspaceView(WorkspaceSnapshot(), saved=False)
+        return WorkspaceView(WorkspaceSnapshot.model_validate_json(saved[1]), saved=True)
+
+    def search(self, text: str, filters: RecallFilters, limit: int = 50) -> list[RecallResult]:
+        """Recall without reinforcing: inspecting a mind must not change what it recalls."""
+        query = recall_query(text, limit=limit, filters=filters, peek=True)
+        return self.mind.recall(query)
+
+    def timeline(self, filters: RecallFilters, limit: int = 200) -> list[Memory]:
+        """Memories passing ``filters``, newest recorded first."""
+        with self.mind.storage.transaction(write=False) as session:
+            return session.run(
+                ops.ScanMemories(self.mind.id, filters=filters, order="recent", limit=limit)
+            )
+
+    def detail(self, memory_id: str) -> MemoryDetail:
+        mind = self.mind
+        memory = mind.get(memory_id)
+        relationships = mind.relationships(memory.id)
+        events = mind.events(memory_id=memory.id, limit=DETAIL_EVENTS, newest_first=True)
+        events.reverse()
+        with mind.storage.transaction(write=False) as session:
+            others = {
+                m.id: m
+                for m in session.run(
+                    ops.GetMemories(
+                        mind.id, [e.dst if e.src == memory.id else e.src for e in relationships]
+                    )
+                )
+            }
+            origin = None
+            if memory.origin_event:
+                found = session.run(ops.ListEvents(mind.id, ids=[memory.origin_event]))
+                origin = found[0] if found else None
+        edges = [
+            Edge(e, "out", others.get(e.dst))
+            if e.src == memory.id
+            else Edge(e, "in", others.get(e.src))
+            for e in relationships
+        ]
+        created = next((e for e in events if e.kind == EventKind.MEMORY_CREATED), None)
+        return MemoryDetail(
+            memory=memory,
+            origin=origin,
+            edges=edges,
+            events=events,
+            audit=self._audit_of(created),
+            activation=self.activation(memory, events),
+        )
+
+    def activation(self, memory: Memory, events: list[Event] | None = None) -> list[float]:
+        """Activation from the memory's creation to now, rebuilt from its events."""
+        if events is None:
+            events = self.mind.events(memory_id=memory.id)
+        points = [(memory.recorded_at, self.mind.config.initial_activation)]
+        for event in events:
+            value = event.payload.get("activation")
+            if event.kind in _ACTIVATION_EVENTS and isinstance(value, int | float):
+                points.append((max(event.at, points[-1][0]), float(value)))
+        return activation_series(
+            points, self.now(), memory.importance, self.mind.config.half_life_days
+        )
+
+    def _audit_of(self, event: Event | None) -> AuditEntry | None:
+        """The audit-chain entry covering ``event``: the memory's place in the chain."""
+        if event is None or event.seq is None:
+            return None
+        with self.mind.storage.transaction(write=False) as session:
+            after = 0
+            while True:
+                page = session.run(ops.ListAudit(self.mind.id, after_seq=after, limit=1000))
+                for entry in page:
+                    if entry.event_id == event.id:
+                        return entry
+                if len(page) < 1000:
+                    return None
+                after = page[-1].seq
+
+    # ------------------------------------------------------------ writing
+
+    def retract(self, memory_id: str, reason: str) -> Memory:
+        return self.mind.retract(memory_id, reason=reason)
+
+    def correct(self, memory_id: str, content: str) -> Memory:
+        """Supersede the memory with ``content`` as an operator correction."""
+        return self.mind.supersede(memory_id, content, channel=Channel.OPERATOR)
+
+    def decide(self, relationship_id: str, *, approve: bool) -> Relationship:
+        if approve:
+            return self.mind.approve(relationship_id)
+        return self.mind.reject(relationship_id)
+
+    def enter(self, fields: dict[str, Any]) -> Memory:
+        """Write operator knowledge through the reconciler.
+
+        ``fields`` are the form's raw strings; every problem is raised at once as
+        ``FieldErrors`` keyed by the form field, and nothing is written.
+        """
+        values: dict[str, Any] = {"channel": Channel.OPERATOR}
+        errors: dict[str, str] = {}
+        for name in ("content", "kind", "epistemic", "key"):
+            text = str(fields.get(name) or "").strip()
+            if text:
+                values[name] = text
+        importance = str(fields.get("importance") or "").strip()
+        if importance:
+            try:
+                values["importance"] = float(importance)
+            except ValueError:
+                errors["importance"] = f"not a number: {importance!r}"
+        values["tags"] = tuple(
+            t.strip() for t in str(fields.get("tags") or "").split(",") if t.strip()
+        )
+        try:
+            item = MemoryInput.model_validate(values)
+        except ValidationError as exc:
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error["loc"] else ""
+                message = str(error["msg"]).removeprefix("Value error, ")
+                if name == "content" and error["type"] == "missing":
+                    message = "content is empty"
+                errors.setdefault(name, message)
+        if errors:
+            raise FieldErrors(errors)
+        try:
+            return self.mind.remember(**item.model_dump(exclude={"links", "at"}))
+        except UsageError as exc:
+            name, _, message = str(exc).partition(": ")
+            if name in {"content", "kind", "epistemic", "key", "importance", "tags"}:
+                raise FieldErrors({name: message}) from None
+            raise FieldErrors({"": str(exc)}) from None

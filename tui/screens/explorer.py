@@ -1,0 +1,238 @@
+"""The memory explorer: search with each score component, filters, and the timeline."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+
+from concepts import Channel, Epistemic, Memory, MemoryKind, RecallFilters, RecallResult, Status
+from noema.memory.audit import iso
+from tui.data import COMPONENTS, other_component
+from tui.screens._base import DataScreen
+from tui.widgets import ActivationSpark
+
+__all__ = ["ExplorerScreen", "clip"]
+
+#: Cells of the content column.
+CONTENT_CELLS = 36
+
+#: The filter selects: widget id, prompt, the enum of its values.
+FILTERS: tuple[tuple[str, str, type[Any]], ...] = (
+    ("kind", "kind", MemoryKind),
+    ("epistemic", "epistemic", Epistemic),
+    ("status", "status", Status),
+    ("channel", "channel", Channel),
+)
+
+
+def clip(text: str, cells: int = CONTENT_CELLS) -> str:
+    """``text`` on one line, cut to ``cells`` with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= cells else line[: cells - 1] + "…"
+
+
+class ExplorerScreen(DataScreen):
+    """Search a mind's memories and see why each ranked where it did."""
+
+    AUTO_FOCUS = "#results"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_query", "Search"),
+        Binding("t", "toggle_timeline", "Timeline/search"),
+        Binding("f", "focus_filters", "Filters"),
+        Binding("escape", "focus_results", "Results", show=False),
+    ]
+
+    timeline: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: list[Memory] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Input(placeholder="search memories (Enter)", id="query")
+        with Horizontal(id="filters"):
+            for name, prompt, enum in FILTERS:
+                value = Status.ACTIVE.value if name == "status" else Select.NULL
+                yield Select(
+                    [(e.value, e.value) for e in enum],
+                    prompt=prompt,
+                    value=value,
+                    id=name,
+                )
+            yield Input(placeholder="since YYYY-MM-DD", id="since", classes="date")
+            yield Input(placeholder="until YYYY-MM-DD", id="until", classes="date")
+        yield Static(id="explorer-status", classes="status")
+        yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="spark-row"):
+            yield Static("activation", id="spark-label")
+            yield ActivationSpark(id="activation")
+        yield Footer()
+
+    # ------------------------------------------------------------ reading
+
+    def filters(self) -> RecallFilters:
+        """The filters as set; ``ValidationError`` when a date is not one."""
+        fields: dict[str, Any] = {}
+        for name, plural in (
+            ("kind", "kinds"),
+            ("epistemic", "epistemics"),
+            ("channel", "channels"),
+        ):
+            value = self.query_one(f"#{name}", Select).value
+            if value is not Select.NULL:
+                fields[plural] = (value,)
+        status = self.query_one("#status", Select).value
+        fields["statuses"] = () if status is Select.NULL else (status,)
+        for name in ("since", "until"):
+            text = self.query_one(f"#{name}", Input).value.strip()
+            if text:
+                fields[name] = text
+        return RecallFilters.model_validate(fields)
+
+    @property
+    def searching(self) -> bool:
+        return not self.timeline and bool(self.query_one("#query", Input).value.strip())
+
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        status = self.query_one("#explorer-status", Static)
+        for name in ("since", "until"):
+            self.query_one(f"#{name}", Input).remove_class("error")
+        try:
+            filters = self.filters()
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = str(error["loc"][0]) if error["loc"] else "filters"
+            if where in {"since", "until"}:
+                self.query_one(f"#{where}", Input).add_class("error")
+            status.update(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+            status.add_class("-error")
+            return
+        status.remove_class("-error")
+        text = self.query_one("#query", Input).value.strip()
+        if self.searching:
+            results = await self.noema.read(self.noema.data.search, text, filters)
+            if results is not None:
+                self._show_results(results)
+                status.update(
+                    f"{len(results)} results for {text!r}, best first;"
+                    " each row's components add up to its total (other: graph, feedback)"
+                )
+        else:
+            memories = await self.noema.read(self.noema.data.timeline, filters)
+            if memories is not None:
+                self._show_timeline(memories)
+                status.update(f"timeline: {len(memories)} memories, newest recorded first")
+
+    def _columns(self, table: DataTable[Any], *names: str) -> None:
+        table.clear(columns=True)
+        for name in names:
+            table.add_column(name, width=CONTENT_CELLS if name == "content" else None, key=name)
+
+    def _show_results(self, results: list[RecallResult]) -> None:
+        table = self.query_one("#results", DataTable)
+        self._columns(table, "#", "content", *COMPONENTS, "other", "total")
+        for result in results:
+            m = result.memory
+            marker = "" if m.status == Status.ACTIVE else f"[{m.status.value}] "
+            table.add_row(
+                str(result.rank),
+                clip(marker + m.content),
+                *(f"{result.components.get(name, 0.0):.3f}" for name in COMPONENTS),
+                f"{other_component(result):.3f}",
+                f"{result.score:.3f}",
+                key=m.id,
+            )
+        self._last = [r.memory for r in results]
+        self._highlighted()
+
+    def _show_timeline(self, memories: list[Memory]) -> None:
+        table = self.query_one("#results", DataTable)
+        self._columns(
+            table, "recorded", "content", "kind", "epistemic", "status", "channel", "activation"
+        )
+        for m in memories:
+            table.add_row(
+                iso(m.recorded_at)[:16].replace("T", " "),
+                clip(m.content),
+                m.kind.value,
+                m.epistemic.value,
+                m.status.value,
+                m.channel.value,
+                f"{m.activation:.3f}",
+                key=m.id,
+            )
+        self._last = memories
+        self._highlighted()
+
+    def _highlighted(self) -> None:
+        table = self.query_one("#results", DataTable)
+        if not table.row_count:
+            self.query_one("#activation", ActivationSpark).data = ()
+            self.query_one("#spark-label", Static).update("activation")
+            return
+        row = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        memory = next((m for m in self._last if m.id == row.value), None)
+        if memory is not None:
+            self.spark(memory)
+
+    @work(exclusive=True, group="spark")
+    async def spark(self, memory: Memory) -> None:
+        series = await self.noema.read(self.noema.data.activation, memory)
+        if series is not None:
+            self.query_one("#activation", ActivationSpark).data = tuple(series)
+            self.query_one("#spark-label", Static).update(
+                f"activation {series[-1]:.2f}" if series else "activation"
+            )
+
+    # ------------------------------------------------------------ events
+
+    def watch_timeline(self) -> None:
+        if self.is_mounted:
+            self.reload()
+
+    @on(Input.Submitted, "#query")
+    def query_submitted(self) -> None:
+        if self.timeline and self.query_one("#query", Input).value.strip():
+            self.timeline = False  # a query submitted from the timeline searches
+        else:
+            self.reload()
+        self.query_one("#results", DataTable).focus()
+
+    @on(Input.Submitted, "#since, #until")
+    def date_submitted(self) -> None:
+        self.reload()
+
+    @on(Select.Changed)
+    def filter_changed(self) -> None:
+        self.reload()
+
+    @on(DataTable.RowHighlighted, "#results")
+    def row_highlighted(self) -> None:
+        self._highlighted()
+
+    @on(DataTable.RowSelected, "#results")
+    def row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.noema.show_memory(event.row_key.value)
+
+    def action_focus_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def action_focus_filters(self) -> None:
+        self.query_one("#kind", Select).focus()
+
+    def action_focus_results(self) -> None:
+        self.query_one("#results", DataTable).focus()
+
+    def action_toggle_timeline(self) -> None:
+        self.timeline = not self.timeline

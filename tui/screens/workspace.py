@@ -1,0 +1,139 @@
+"""The workspace screen: working memory, the last cycle's competition, broadcasts, processes."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tui.data import WorkspaceView
+from tui.screens._base import DataScreen
+from tui.screens.explorer import clip
+from tui.widgets import ActivationBar
+
+__all__ = ["WorkspaceScreen"]
+
+#: Attention's components, in the order the competition table shows them.
+ATTENTION = ("salience", "novelty", "relevance", "importance", "credibility")
+
+#: Cells of the competition's content column.
+CONTENT_CELLS = 34
+
+#: How many of the latest broadcasts are listed.
+BROADCASTS = 8
+
+
+class WorkspaceScreen(DataScreen):
+    """What the running mind holds and decides, as of its last saved cycle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._memory_ids: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="ws-status", classes="status")
+        with Horizontal(id="ws-top"):
+            with Vertical(id="ws-memory", classes="panel"):
+                yield Static("Working memory", classes="panel-title")
+                yield VerticalScroll(id="ws-items")
+            with Vertical(id="ws-processes", classes="panel"):
+                yield Static("Processes", classes="panel-title")
+                yield DataTable(id="processes", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="ws-cycle", classes="panel"):
+            yield Static("Last cycle's competition", id="ws-cycle-title", classes="panel-title")
+            yield DataTable(id="decisions", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="ws-broadcasts", classes="panel"):
+            yield Static("Latest broadcasts", classes="panel-title")
+            yield DataTable(id="broadcasts", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#processes", DataTable).add_columns("process", "state", "fails", "error")
+        decisions = self.query_one("#decisions", DataTable)
+        decisions.add_column("won")
+        decisions.add_column("source")
+        decisions.add_column("content", width=CONTENT_CELLS)
+        decisions.add_columns(*ATTENTION, "score")
+        self.query_one("#broadcasts", DataTable).add_columns("source", "content")
+        super().on_mount()
+
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        view = await self.noema.read(self.noema.data.workspace)
+        if view is not None:
+            await self.show(view)
+
+    async def show(self, view: WorkspaceView) -> None:
+        snapshot = view.snapshot
+        states = [p.state(snapshot.cycle) for p in snapshot.processes]
+        counts = ", ".join(
+            f"{states.count(s)} {s}" for s in ("running", "failing", "quarantined") if s in states
+        )
+        status = (
+            f"cycle {snapshot.cycle} · {len(snapshot.items)} in working memory"
+            f" · processes: {counts or 'none recorded'}"
+            if view.saved
+            else "no workspace saved yet: start `noema run` on this mind"
+        )
+        self.query_one("#ws-status", Static).update(status)
+
+        items = self.query_one("#ws-items", VerticalScroll)
+        await items.remove_children()
+        ranked = sorted(snapshot.items, key=lambda i: -i.activation)
+        await items.mount_all(
+            ActivationBar(item.activation, f"[{item.candidate.source}] {item.candidate.content}")
+            for item in ranked
+        )
+        if not ranked:
+            await items.mount(Static("(empty)", classes="empty"))
+
+        processes = self.query_one("#processes", DataTable)
+        processes.clear()
+        for process, state in zip(snapshot.processes, states, strict=True):
+            processes.add_row(
+                process.name,
+                state,
+                str(process.failures),
+                process.last_error or "",
+                key=process.name,
+            )
+
+        self._memory_ids.clear()
+        decisions = self.query_one("#decisions", DataTable)
+        decisions.clear()
+        ordered = sorted(snapshot.decisions, key=lambda d: -d.score)
+        for number, d in enumerate(ordered):
+            decisions.add_row(
+                "✔" if d.admitted else "",
+                d.candidate.source,
+                clip(d.candidate.content, CONTENT_CELLS),
+                *(f"{d.components.get(name, 0.0):.3f}" for name in ATTENTION),
+                f"{d.score:.3f}",
+                key=self._key(f"d{number}", d.candidate.memory_id),
+            )
+        self.query_one("#ws-cycle-title", Static).update(
+            f"Last cycle's competition (cycle {snapshot.cycle}, {len(ordered)} candidates)"
+        )
+
+        broadcasts = self.query_one("#broadcasts", DataTable)
+        broadcasts.clear()
+        for number, candidate in enumerate(reversed(snapshot.broadcasts[-BROADCASTS:])):
+            broadcasts.add_row(
+                candidate.source,
+                candidate.content,
+                key=self._key(f"b{number}", candidate.memory_id),
+            )
+
+    @on(DataTable.RowSelected)
+    def open_row(self, event: DataTable.RowSelected) -> None:
+        """Enter on a candidate or broadcast that came from a memory opens that memory."""
+        memory_id = self._memory_ids.get(str(event.row_key.value))
+        if memory_id is not None:
+            self.noema.show_memory(memory_id)
+
+    def _key(self, key: str, memory_id: str | None) -> str:
+        if memory_id is not None:
+            self._memory_ids[key] = memory_id
+        return key
