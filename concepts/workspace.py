@@ -118,8 +118,9 @@ class WorkspaceSnapshot(BaseModel):
     """What survives a restart and what an inspector shows of the workspace.
 
     The cycle number, working memory and recent broadcasts are restored on
-    restart; the last cycle's decisions and the processes' states are what the
-    workspace looked like when it was saved.
+    restart; the decisions of the last cycle that had candidates
+    (``decided_cycle``) and the processes' states are what the workspace looked
+    like when it was saved.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -128,4 +129,5 @@ class WorkspaceSnapshot(BaseModel):
     items: tuple[WorkingMemoryItem, ...] = ()
     broadcasts: tuple[Candidate, ...] = ()
     decisions: tuple[AttentionDecision, ...] = ()
+    decided_cycle: int = Field(default=0, ge=0)
     processes: tuple[ProcessState, ...] = ()

@@ -599,6 +599,8 @@ def snapshot_mind(tmp_path: Path) -> Iterator[tuple[Mind, Seeded]]:
 
 async def _search(pilot: Pilot[None]) -> None:
     await settle(pilot)
+    await pilot.press("f3")
+    await settle(pilot)
     await pilot.press("slash", *"billing import job", "enter")
     await settle(pilot)
 

@@ -193,6 +193,8 @@ def test_a_failing_process_is_reported_quarantined_and_the_mind_keeps_running(
             report = await workspace.step([Observation(content=f"observation number {n}")])
             failures.append(report.failures)
         assert workspace.quarantined == {"broken", "sleepy"}
+        idle = await workspace.step([])  # nothing to decide: the last competition stays on show
+        assert idle.decisions == []
         await workspace.stop()
         return failures
 
@@ -226,7 +228,8 @@ def test_a_failing_process_is_reported_quarantined_and_the_mind_keeps_running(
         "broken": ("quarantined", 3, "propose: RuntimeError: plugin bug"),
         "sleepy": ("quarantined", 3, "propose: timed out"),
     }
-    # the last cycle's competition is kept with each candidate's components
+    # the last competition (cycle 4; cycle 5 was idle) is kept with each candidate's components
+    assert (snapshot.cycle, snapshot.decided_cycle) == (5, 4)
     assert snapshot.decisions and all(
         abs(sum(d.components.values()) - d.score) < 1e-9 for d in snapshot.decisions
     )

@@ -92,6 +92,7 @@ class Workspace:
         self.quarantined: set[str] = set()
         self.last_errors: dict[str, tuple[int, str]] = {}
         self.decisions: list[AttentionDecision] = []
+        self.decided_cycle = 0
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._started = False
 
@@ -107,6 +108,7 @@ class Workspace:
             self.memory.items = list(snapshot.items)
             self.recent = list(snapshot.broadcasts)
             self.decisions = list(snapshot.decisions)
+            self.decided_cycle = snapshot.decided_cycle
         self.ctx.working_memory = tuple(self.memory.items)
         for process in self.processes:
             await self._call(process, "on_start", self.ctx)
@@ -125,6 +127,7 @@ class Workspace:
             items=tuple(self.memory.items),
             broadcasts=tuple(self.recent),
             decisions=tuple(self.decisions),
+            decided_cycle=self.decided_cycle,
             processes=tuple(self.process_states()),
         )
 
@@ -158,7 +161,8 @@ class Workspace:
             proposed = await self._call(process, "propose", ctx)
             candidates.extend(proposed or [])
         decisions = decide(candidates, self.memory.items, self.recent, self.attention)
-        self.decisions = decisions
+        if decisions:  # an idle cycle keeps the last competition on show
+            self.decisions, self.decided_cycle = decisions, ctx.cycle
         dropped = self.memory.tick()
         admitted: list[WorkingMemoryItem] = []
         for decision in decisions:

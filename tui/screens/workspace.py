@@ -42,7 +42,7 @@ class WorkspaceScreen(DataScreen):
                 yield Static("Processes", classes="panel-title")
                 yield DataTable(id="processes", cursor_type="row", zebra_stripes=True)
         with Vertical(id="ws-cycle", classes="panel"):
-            yield Static("Last cycle's competition", id="ws-cycle-title", classes="panel-title")
+            yield Static("Last competition", id="ws-cycle-title", classes="panel-title")
             yield DataTable(id="decisions", cursor_type="row", zebra_stripes=True)
         with Vertical(id="ws-broadcasts", classes="panel"):
             yield Static("Latest broadcasts", classes="panel-title")
@@ -114,7 +114,9 @@ class WorkspaceScreen(DataScreen):
                 key=self._key(f"d{number}", d.candidate.memory_id),
             )
         self.query_one("#ws-cycle-title", Static).update(
-            f"Last cycle's competition (cycle {snapshot.cycle}, {len(ordered)} candidates)"
+            f"Last competition (cycle {snapshot.decided_cycle}, {len(ordered)} candidates)"
+            if ordered
+            else "Last competition (no candidates yet)"
         )
 
         broadcasts = self.query_one("#broadcasts", DataTable)
