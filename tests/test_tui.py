@@ -24,11 +24,12 @@ from tui_seed import SEED_START, Seeded, seed
 
 from concepts import Channel, EventKind, RelationStatus, Status
 from noema import ManualClock, Mind
+from noema.memory.activation import decayed
 from noema.storage import ops
 from tui.app import NoemaApp
 from tui.data import COMPONENTS, MindData
 from tui.screens.detail import DetailScreen
-from tui.screens.explorer import ExplorerScreen, clip
+from tui.screens.explorer import TIMELINE_CONTENT_CELLS, ExplorerScreen, clip
 from tui.screens.help import HelpScreen
 from tui.screens.knowledge import KnowledgeScreen
 from tui.screens.prompt import PromptScreen
@@ -285,9 +286,18 @@ def test_the_timeline_lists_memories_newest_recorded_first(seeded: tuple[Mind, S
         await pilot.press("f4")
         await settle(pilot)
         shown = rows(table(app, "#results"))
-        assert [r[1] for r in shown] == [
-            m.content[:35] + "…" if len(m.content) > 36 else m.content for m in expected
-        ]
+        assert [r[1] for r in shown] == [clip(m.content, TIMELINE_CONTENT_CELLS) for m in expected]
+        now = mind.clock.now()
+        assert [float(r[6]) for r in shown] == pytest.approx(
+            [
+                decayed(
+                    m.activation, m.activation_at, now, m.importance, mind.config.half_life_days
+                )
+                for m in expected
+            ],
+            abs=0.0006,
+        )
+
         assert status_text(app, "#explorer-status").startswith(f"timeline: {len(expected)}")
         await pilot.press("t")  # back to search: with no query, the timeline stays
         await settle(pilot)

@@ -65,6 +65,7 @@ class NoemaApp(App[None]):
         self.data = MindData(mind)
         self.initial_mode = mode
         self.poll_seconds = poll_seconds
+        self._last_error: str | None = None
 
     async def on_mount(self) -> None:
         self.sub_title = self.data.title
@@ -79,10 +80,14 @@ class NoemaApp(App[None]):
     async def read(self, call: Callable[..., T], *args: Any) -> T | None:
         """``db`` for reads: a failure is shown as a notification, and ``None`` returned."""
         try:
-            return await self.db(call, *args)
+            found = await self.db(call, *args)
         except NoemaError as exc:
-            self.notify(str(exc), title="noema", severity="error")
+            if str(exc) != self._last_error:  # a database that stays down is said once
+                self._last_error = str(exc)
+                self.notify(str(exc), title="noema", severity="error")
             return None
+        self._last_error = None
+        return found
 
     @work(exclusive=True, group="poll")
     async def poll(self) -> None:

@@ -27,7 +27,7 @@ from concepts import (
     WorkspaceSnapshot,
 )
 from noema.errors import InvalidInput, UsageError
-from noema.memory.activation import activation_series
+from noema.memory.activation import activation_series, decayed
 from noema.mind import Mind, recall_query
 from noema.storage import ops
 
@@ -136,12 +136,17 @@ class MindData:
         query = recall_query(text, limit=limit, filters=filters, peek=True)
         return self.mind.recall(query)
 
-    def timeline(self, filters: RecallFilters, limit: int = 200) -> list[Memory]:
-        """Memories passing ``filters``, newest recorded first."""
+    def timeline(self, filters: RecallFilters, limit: int = 200) -> list[tuple[Memory, float]]:
+        """Memories passing ``filters``, newest recorded first, each with its activation now."""
         with self.mind.storage.transaction(write=False) as session:
-            return session.run(
+            memories = session.run(
                 ops.ScanMemories(self.mind.id, filters=filters, order="recent", limit=limit)
             )
+        now, half_life = self.now(), self.mind.config.half_life_days
+        return [
+            (m, decayed(m.activation, m.activation_at, now, m.importance, half_life))
+            for m in memories
+        ]
 
     def detail(self, memory_id: str) -> MemoryDetail:
         mind = self.mind

@@ -20,8 +20,12 @@ from tui.widgets import ActivationSpark
 
 __all__ = ["ExplorerScreen", "clip"]
 
-#: Cells of the content column.
+#: Cells of the content column in search results and in the timeline.
 CONTENT_CELLS = 36
+TIMELINE_CONTENT_CELLS = 32
+
+#: Widths of the columns that are not scores (which take their header's width, at least 5).
+WIDTHS = {"#": 3, "recorded": 16, "kind": 16, "epistemic": 11, "status": 10, "channel": 8}
 
 #: The filter selects: widget id, prompt, the enum of its values.
 FILTERS: tuple[tuple[str, str, type[Any]], ...] = (
@@ -133,10 +137,12 @@ class ExplorerScreen(DataScreen):
                 self._show_timeline(memories)
                 status.update(f"timeline: {len(memories)} memories, newest recorded first")
 
-    def _columns(self, table: DataTable[Any], *names: str) -> None:
+    def _columns(self, table: DataTable[Any], *names: str, content: int = CONTENT_CELLS) -> None:
+        """Fixed widths: a table whose columns are replaced does not widen them again."""
         table.clear(columns=True)
         for name in names:
-            table.add_column(name, width=CONTENT_CELLS if name == "content" else None, key=name)
+            width = content if name == "content" else WIDTHS.get(name, max(len(name), 5))
+            table.add_column(name, width=width, key=name)
 
     def _show_results(self, results: list[RecallResult]) -> None:
         table = self.query_one("#results", DataTable)
@@ -155,23 +161,31 @@ class ExplorerScreen(DataScreen):
         self._last = [r.memory for r in results]
         self._highlighted()
 
-    def _show_timeline(self, memories: list[Memory]) -> None:
+    def _show_timeline(self, memories: list[tuple[Memory, float]]) -> None:
         table = self.query_one("#results", DataTable)
         self._columns(
-            table, "recorded", "content", "kind", "epistemic", "status", "channel", "activation"
+            table,
+            "recorded",
+            "content",
+            "kind",
+            "epistemic",
+            "status",
+            "channel",
+            "activation",
+            content=TIMELINE_CONTENT_CELLS,
         )
-        for m in memories:
+        for m, activation in memories:
             table.add_row(
                 iso(m.recorded_at)[:16].replace("T", " "),
-                clip(m.content),
+                clip(m.content, TIMELINE_CONTENT_CELLS),
                 m.kind.value,
                 m.epistemic.value,
                 m.status.value,
                 m.channel.value,
-                f"{m.activation:.3f}",
+                f"{activation:.3f}",
                 key=m.id,
             )
-        self._last = memories
+        self._last = [m for m, _ in memories]
         self._highlighted()
 
     def _highlighted(self) -> None:
