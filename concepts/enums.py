@@ -102,6 +102,7 @@ class EventKind(StrEnum):
     MEMORY_SUPERSEDED = "memory_superseded"
     MEMORY_RETRACTED = "memory_retracted"
     MEMORY_MERGED = "memory_merged"
+    MEMORY_PURGED = "memory_purged"
     RELATIONSHIP_CREATED = "relationship_created"
     FEEDBACK_GIVEN = "feedback_given"
     OPERATOR_ACTION = "operator_action"

@@ -29,6 +29,7 @@ from concepts import (
     Relation,
     Relationship,
     RelationStatus,
+    Status,
 )
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
@@ -37,6 +38,7 @@ from noema.errors import ConfigError, InvalidInput, NotFound, from_validation
 from noema.ids import new_id
 from noema.memory.audit import VerifyReport, verify_records
 from noema.memory.decay import DecayReport, run_decay
+from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.recall import Recaller
 from noema.memory.reconciler import Reconciler, entity_refs
 from noema.memory.transfer import (
@@ -334,6 +336,60 @@ class Mind:
     def reject(self, relationship_id: str) -> Relationship:
         """Reject a merge proposal; both memories stay as they are."""
         return self._reconciler.decide(relationship_id, approve=False)
+
+    # ------------------------------------------------------------ purge
+
+    def plan_forget(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        key: str | None = None,
+        filters: RecallFilters | Mapping[str, Any] | None = None,
+        containing: str | None = None,
+    ) -> PurgePlan:
+        """What ``forget`` with the same selectors would remove; nothing is written."""
+        chosen = self._purge_filters(filters)
+        with self.storage.transaction(write=False) as session:
+            return plan_purge(
+                session, self.info, ids=ids, key=key, filters=chosen, containing=containing
+            )
+
+    def forget(
+        self,
+        ids: Sequence[str] = (),
+        *,
+        key: str | None = None,
+        filters: RecallFilters | Mapping[str, Any] | None = None,
+        containing: str | None = None,
+    ) -> PurgeReport:
+        """Delete memories for good: the only path that deletes (privacy).
+
+        Removes the memories named by ``ids``, every memory with ``key``, every
+        one passing ``filters`` (any status unless the filters name statuses), and
+        every one whose content contains ``containing`` (ignoring case); also the
+        memories derived from them, their vectors, full-text entries and edges,
+        and the payloads of events that quote them. A content-free
+        ``memory_purged`` event records it; ``verify`` still passes.
+        """
+        plan = self.plan_forget(ids, key=key, filters=filters, containing=containing)
+        return purge(self.storage, self.info, self.clock, plan)
+
+    @staticmethod
+    def _purge_filters(
+        filters: RecallFilters | Mapping[str, Any] | None,
+    ) -> RecallFilters | None:
+        if filters is None:
+            return None
+        fields = (
+            filters.model_dump(exclude_unset=True)
+            if isinstance(filters, RecallFilters)
+            else dict(filters)
+        )
+        fields.setdefault("statuses", tuple(Status))
+        try:
+            return RecallFilters.model_validate(fields)
+        except ValidationError as exc:
+            raise from_validation(exc, what="filters:") from None
 
     # ------------------------------------------------------------ reading
 

@@ -193,6 +193,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_observe)
     p = commands.add_parser(
+        "forget", help="delete memories for good (privacy): ids, --key, --containing or filters"
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
+    p.add_argument("--key", metavar="KEY", help="every memory with this key, any status")
+    p.add_argument("--containing", metavar="TEXT", help="every memory whose content has TEXT")
+    p.add_argument("--kind", action="append", default=[], choices=_choices(MemoryKind))
+    p.add_argument("--epistemic", action="append", default=[], choices=_choices(Epistemic))
+    p.add_argument("--status", action="append", default=[], choices=_choices(Status))
+    p.add_argument("--channel", action="append", default=[], choices=_choices(Channel))
+    p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument("--since", metavar="ISO", help="recorded at or after")
+    p.add_argument("--until", metavar="ISO", help="recorded before")
+    p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
+    p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_forget)
+    p = commands.add_parser("mcp", help="serve the mind's memory tools over MCP (stdio)")
+    p.set_defaults(handler=cmd_mcp)
+    p = commands.add_parser(
         "tui", help="inspect and correct the mind in a terminal UI (live beside `noema run`)"
     )
     p.add_argument("--db", dest="tui_db", metavar="URL", help="as the global --db")
@@ -540,6 +559,70 @@ def cmd_stats(args: argparse.Namespace) -> int:
         for group in ("by_kind", "by_status"):
             for name, count in stats[group].items():
                 print(f"  {name:<18} {count}")
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    fields = _some(
+        kinds=tuple(args.kind) or None,
+        epistemics=tuple(args.epistemic) or None,
+        statuses=tuple(args.status) or None,
+        channels=tuple(args.channel) or None,
+        tags=tuple(args.tag) or None,
+        since=args.since,
+        until=args.until,
+    )
+    if not args.dry_run and not args.yes:
+        raise UsageError(
+            "forget: removing memories cannot be undone: pass --yes (or --dry-run to see "
+            "what would go)"
+        )
+    selectors = {
+        "key": args.key,
+        "filters": fields or None,
+        "containing": args.containing,
+    }
+    with _open(args) as mind:
+        plan = mind.plan_forget(args.ids, **selectors)
+        if args.dry_run:
+            if args.json:
+                render.emit_json(
+                    {
+                        "memories": [render.memory_json(m) for m in plan.memories],
+                        "derived": plan.derived,
+                    }
+                )
+            else:
+                print(f"would forget {len(plan.memories)} memories ({len(plan.derived)} derived)")
+                for memory in plan.memories:
+                    print(render.memory_line(memory))
+            return EXIT_OK
+        report = mind.forget(args.ids, **selectors)
+        ok = mind.verify().ok
+    if args.json:
+        render.emit_json(
+            {
+                "memories": report.memories,
+                "derived": report.derived,
+                "events": report.events,
+                "event_id": report.event_id,
+                "verified": ok,
+            }
+        )
+    else:
+        print(
+            f"forgot {len(report.memories)} memories ({len(report.derived)} derived from them); "
+            f"{report.events} events no longer quote them; audit chain "
+            f"{'intact' if ok else 'BROKEN'}"
+        )
+    return EXIT_OK if ok else EXIT_FAILURE
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from noema.mcp.server import build_server
+
+    with _open(args) as mind:
+        build_server(mind).run("stdio")
     return EXIT_OK
 
 

@@ -7,6 +7,12 @@ it, checks events line up with entries, that every memory's content still
 hashes to the value its ``memory_created`` event recorded, that no logged memory
 is missing, and that each memory's status is the one its events lead to.
 
+A purge (``noema forget``) deletes memories and replaces the payloads of the
+events that quoted them with a tombstone naming the purge's own
+``memory_purged`` event. Such an event no longer matches its digest; it verifies
+when that later, audited purge event lists it, and the memories the purge lists
+are no longer expected to exist.
+
 A hash chain cannot show that its newest entries were cut off together with
 what they logged; anchoring the head hash outside the database would.
 """
@@ -24,9 +30,32 @@ from typing import Any
 from concepts import AuditEntry, Event, EventKind, Memory, Status, trusted
 from noema.ids import content_hash
 
-__all__ = ["GENESIS", "VerifyReport", "chain", "event_digest", "iso", "verify_records"]
+__all__ = [
+    "GENESIS",
+    "TOMBSTONE_KEY",
+    "VerifyReport",
+    "chain",
+    "event_digest",
+    "iso",
+    "tombstone",
+    "verify_records",
+]
 
 GENESIS = "0" * 64
+
+#: The one key of a purged event's payload; its value is the purge event's id.
+TOMBSTONE_KEY = "purged_by"
+
+
+def tombstone(purge_event_id: str) -> dict[str, str]:
+    """The payload that replaces a purged event's: nothing of what it said."""
+    return {TOMBSTONE_KEY: purge_event_id}
+
+
+def _tombstoned(event: Event) -> str | None:
+    """The purge event named by a tombstoned event's payload, if it is one."""
+    value = event.payload.get(TOMBSTONE_KEY)
+    return value if len(event.payload) == 1 and isinstance(value, str) else None
 
 
 @functools.lru_cache(maxsize=4096)  # a batch's events share one time
@@ -136,6 +165,7 @@ def verify_records(
     report = VerifyReport()
     created_hash: dict[str, str] = {}
     status: dict[str, str] = {}  # what the events say each memory's status is
+    tombstones: dict[str, tuple[int, str]] = {}  # purged event -> (its entry, its purge)
     prev = GENESIS
     event_iter: Iterator[Event] = iter(events)
     for entry in entries:
@@ -164,11 +194,19 @@ def verify_records(
                 f"audit entry {entry.seq}: names event {entry.event_id}, log has {event.id}"
             )
         elif event_digest(event) != entry.digest:
-            report.fail(f"audit entry {entry.seq}: event {event.id} was altered")
+            purge = _tombstoned(event)
+            if purge is None:
+                report.fail(f"audit entry {entry.seq}: event {event.id} was altered")
+            else:
+                tombstones[event.id] = (entry.seq, purge)
+        if event.kind == EventKind.MEMORY_PURGED:
+            _replay_purge(event, tombstones, created_hash, status)
         _replay(event, created_hash, status)
     for event in event_iter:
         report.events += 1
         report.fail(f"event {event.id} has no audit entry")
+    for event_id, (seq, _) in tombstones.items():
+        report.fail(f"audit entry {seq}: event {event_id} was altered (no purge lists it)")
     seen: set[str] = set()
     for memory in memories:
         report.memories += 1
@@ -185,6 +223,21 @@ def verify_records(
     for memory_id in created_hash.keys() - seen:
         report.fail(f"memory {memory_id}: missing, though its memory_created event is logged")
     return report
+
+
+def _replay_purge(
+    event: Event,
+    tombstones: dict[str, tuple[int, str]],
+    created_hash: dict[str, str],
+    status: dict[str, str],
+) -> None:
+    """A purge vouches for the tombstones it lists; its memories are gone on purpose."""
+    for event_id in event.payload.get("events", ()):
+        if tombstones.get(event_id, (0, ""))[1] == event.id:
+            del tombstones[event_id]
+    for memory_id in event.payload.get("memories", ()):
+        created_hash.pop(memory_id, None)
+        status.pop(memory_id, None)
 
 
 def _replay(event: Event, created_hash: dict[str, str], status: dict[str, str]) -> None:

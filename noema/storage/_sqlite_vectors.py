@@ -153,6 +153,24 @@ class VectorIndexes:
             entry.index.add(keys, vectors.reshape(len(latest), dims))
             entry.watermark = int(rows[-1][0])
 
+    def discard(self, conn: sqlite3.Connection, mind_id: str) -> None:
+        """Forget a mind's indexes, in memory and on disk: the next search rebuilds them.
+
+        Purging deletes vectors, which an index cannot give back byte for byte, and
+        its file would keep them.
+        """
+        keys = {key for key in self._indexes if key[0] == mind_id}
+        keys.update(
+            (mind_id, str(model), int(dims))
+            for model, dims in conn.execute(
+                "SELECT DISTINCT model, dims FROM vectors WHERE mind_id = ?", (mind_id,)
+            )
+        )
+        for key in keys:
+            self._indexes.pop(key, None)
+            for _, _, path in self._files(key):
+                path.unlink(missing_ok=True)
+
     # ------------------------------------------------------------ persistence
 
     def _stem(self, key: tuple[str, str, int]) -> str:

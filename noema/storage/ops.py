@@ -313,6 +313,32 @@ class IsEmpty(Op[bool]):
     mind_id: str
 
 
+# ---------------------------------------------------------------- purge (the only deletion)
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeMemories(Op[int]):
+    """Delete memories for good, with their vectors, entity links, full-text entries and edges.
+
+    The only operation that deletes memory rows (``noema forget``). Backends also
+    clear what they keep of the text outside the rows where they can (SQLite
+    zeroes freed pages and merges the full-text index). Returns how many memory
+    rows went.
+    """
+
+    mind_id: str
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneEvents(Op[None]):
+    """Replace the payloads of events that quoted purged text; ids, kinds and times stay."""
+
+    mind_id: str
+    ids: Sequence[str]
+    payload: Mapping[str, Any]
+
+
 # ---------------------------------------------------------------- workspace and jobs
 
 
@@ -371,5 +397,7 @@ WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
         SaveSnapshot,
         AcquireLease,
         ReleaseLease,
+        PurgeMemories,
+        TombstoneEvents,
     }
 )

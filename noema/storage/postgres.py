@@ -953,6 +953,38 @@ class _Leases:
             self._held.clear()
 
 
+def _purge_memories(s: _Session, op: ops.PurgeMemories) -> int:
+    ids = list(op.ids)
+    if not ids:
+        return 0
+    s.execute(
+        "DELETE FROM relationships WHERE mind_id = %s AND (src = ANY(%s) OR dst = ANY(%s))",
+        (op.mind_id, ids, ids),
+    )
+    s.execute(
+        "DELETE FROM entity_refs WHERE mind_id = %s AND memory_id = ANY(%s)", (op.mind_id, ids)
+    )
+    s.execute("DELETE FROM vectors WHERE mind_id = %s AND memory_id = ANY(%s)", (op.mind_id, ids))
+    gone = s.all(
+        "DELETE FROM memories WHERE mind_id = %s AND id = ANY(%s) RETURNING content",
+        (op.mind_id, ids),
+    )
+    if gone:
+        s.execute(
+            "UPDATE text_stats SET documents = greatest(documents - %s, 0), "
+            "tokens = greatest(tokens - %s, 0) WHERE mind_id = %s",
+            (len(gone), sum(token_count(content) for (content,) in gone), op.mind_id),
+        )
+    return len(gone)
+
+
+def _tombstone_events(s: _Session, op: ops.TombstoneEvents) -> None:
+    s.execute(
+        "UPDATE events SET payload = %s WHERE mind_id = %s AND id = ANY(%s)",
+        (to_json(dict(op.payload)), op.mind_id, list(op.ids)),
+    )
+
+
 _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
     ops.EnsureMind: _ensure_mind,
     ops.ListMinds: _list_minds,
@@ -982,6 +1014,8 @@ _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
     ops.ListAudit: _list_audit,
     ops.IsEmpty: _is_empty,
     ops.SaveSnapshot: _save_snapshot,
+    ops.PurgeMemories: _purge_memories,
+    ops.TombstoneEvents: _tombstone_events,
     ops.LoadSnapshot: _load_snapshot,
     ops.AcquireLease: _acquire_lease,
     ops.ReleaseLease: _release_lease,
@@ -1217,6 +1251,22 @@ class PostgresStorage:
         except psycopg.Error:  # statistics are an optimisation: never fail a commit for them
             return
         self._analyzed_rows = max(0.0, float(row[0])) if row else 0.0
+
+    def reclaim(self) -> None:
+        """After a purge: VACUUM the touched tables, so their indexes and statistics drop it.
+
+        PostgreSQL does not zero the space of deleted rows: until it is reused, the
+        bytes stay in the table files, and the server's WAL and backups keep
+        theirs (``VACUUM FULL`` rewrites a table).
+        """
+        try:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                conn.execute(
+                    "VACUUM (ANALYZE) memories, events, relationships, vectors, entity_refs, "
+                    "workspace_snapshots, text_stats"
+                )
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot vacuum after the purge: {_first_line(exc)}") from exc
 
     def close(self) -> None:
         self.leases.close()

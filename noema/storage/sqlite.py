@@ -133,6 +133,8 @@ class _Session:
                 raise StorageError(f"SQLite failed on SearchVectors: {exc}") from exc
         if isinstance(op, ops.PutVectors):
             self._wrote_vectors = True
+        if isinstance(op, ops.PurgeMemories):
+            self._vectors.discard(self._conn, op.mind_id)
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise TypeError(f"SQLite backend has no handler for {type(op).__name__}")
@@ -613,6 +615,38 @@ def _release_lease(conn: sqlite3.Connection, op: ops.ReleaseLease) -> None:
     conn.execute("DELETE FROM job_leases WHERE name = ? AND holder = ?", (op.name, op.holder))
 
 
+def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
+    ids = list(op.ids)
+    if not ids:
+        return 0
+    # Freed pages are zeroed from here to the commit, so no byte of the text stays in
+    # the file; the full-text index is merged so no segment keeps the purged tokens.
+    conn.execute("PRAGMA secure_delete = ON")
+    deleted = 0
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = _placeholders(len(chunk))
+        args = (op.mind_id, *chunk)
+        conn.execute(f"DELETE FROM relationships WHERE mind_id = ? AND src IN ({marks})", args)
+        conn.execute(f"DELETE FROM relationships WHERE mind_id = ? AND dst IN ({marks})", args)
+        conn.execute(f"DELETE FROM entity_refs WHERE mind_id = ? AND memory_id IN ({marks})", args)
+        conn.execute(f"DELETE FROM vectors WHERE mind_id = ? AND memory_id IN ({marks})", args)
+        deleted += conn.execute(
+            f"DELETE FROM memories WHERE mind_id = ? AND id IN ({marks})", args
+        ).rowcount
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+    return deleted
+
+
+def _tombstone_events(conn: sqlite3.Connection, op: ops.TombstoneEvents) -> None:
+    conn.execute("PRAGMA secure_delete = ON")
+    payload = to_json(dict(op.payload))
+    conn.executemany(
+        "UPDATE events SET payload = ? WHERE mind_id = ? AND id = ?",
+        [(payload, op.mind_id, event_id) for event_id in op.ids],
+    )
+
+
 _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.EnsureMind: _ensure_mind,
     ops.ListMinds: _list_minds,
@@ -644,6 +678,8 @@ _HANDLERS: dict[type[Any], Callable[[sqlite3.Connection, Any], Any]] = {
     ops.LoadSnapshot: _load_snapshot,
     ops.AcquireLease: _acquire_lease,
     ops.ReleaseLease: _release_lease,
+    ops.PurgeMemories: _purge_memories,
+    ops.TombstoneEvents: _tombstone_events,
 }
 
 
@@ -759,6 +795,20 @@ class SQLiteStorage:
             except sqlite3.Error as exc:
                 conn.execute("ROLLBACK")
                 raise StorageError(f"commit failed on {self.path}: {exc}") from exc
+
+    def reclaim(self) -> None:
+        """After a purge: copy the write-ahead log into the file and empty it.
+
+        The purge zeroed what it freed; the log may still hold older copies of
+        those pages until it is checkpointed. A reader that holds an old snapshot
+        open keeps its pages in the log until it finishes.
+        """
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA secure_delete = OFF")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot checkpoint {self.path}: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:

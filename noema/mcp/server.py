@@ -1,0 +1,217 @@
+"""An MCP server over one mind (``noema mcp``): memory tools for external agents.
+
+Built on the official ``mcp`` SDK (``MCPServer``). Every tool goes through the
+``Mind`` API of the one mind the server was built for, which scopes every read
+and write to that mind: an id of another mind is simply not found. Inputs are
+validated by the SDK against each tool's signature, then by Noema's models;
+a problem comes back as a tool error with one line naming it, and nothing is
+written. Database calls run in worker threads, so the server keeps answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from concepts import Channel
+from noema.cli import _render as render
+from noema.errors import NoemaError
+from noema.mind import Mind, recall_query
+
+__all__ = ["WRITE_CHANNELS", "build_server"]
+
+T = TypeVar("T")
+
+#: Channels an MCP client may write on: never ``operator`` or ``system``, whose
+#: trust belongs to the people and the runtime that own the mind.
+WRITE_CHANNELS = ("user", "tool", "source", "low")
+WriteChannel = Literal["user", "tool", "source", "low"]
+
+INSTRUCTIONS = """\
+Long-term memory of one Noema mind. `recall` before answering from memory: each
+result says why it ranked (text, vector, recency, activation, importance,
+credibility). `remember` what is worth keeping, with its epistemic kind (fact,
+observation, claim, belief, ...). Correct with `supersede` (a new version) or
+`retract` (inaccurate, with a reason); nothing is silently deleted.
+"""
+
+
+async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking ``Mind`` call in a thread; Noema's errors become tool errors."""
+    try:
+        return await asyncio.to_thread(function, *args, **kwargs)
+    except NoemaError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build_server(mind: Mind) -> MCPServer:
+    """An MCP server whose tools read and write ``mind`` and nothing else."""
+    server = MCPServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool()
+    async def remember(
+        content: str,
+        kind: Literal["episodic", "semantic", "procedural", "autobiographical"] = "semantic",
+        epistemic: Literal[
+            "observation",
+            "fact",
+            "memory",
+            "claim",
+            "hypothesis",
+            "belief",
+            "prediction",
+            "assumption",
+            "inference",
+            "opinion",
+        ] = "claim",
+        channel: WriteChannel = "tool",
+        key: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 0.8,
+        tags: list[str] | None = None,
+        valid_from: str | None = None,
+    ) -> dict[str, Any]:
+        """Remember one thing (identical active content is reinforced instead).
+
+        A ``key`` (e.g. ``user.home_city``) makes it a keyed fact: a new value
+        supersedes the old one. ``valid_from`` is an ISO date or time.
+        """
+        memory = await _call(
+            mind.remember,
+            content,
+            kind=kind,
+            epistemic=epistemic,
+            channel=Channel(channel),
+            key=key,
+            importance=importance,
+            confidence=confidence,
+            tags=tags or [],
+            valid_from=valid_from,
+        )
+        return render.memory_json(memory)
+
+    @server.tool()
+    async def recall(
+        query: str,
+        limit: int = 10,
+        kinds: list[str] | None = None,
+        epistemics: list[str] | None = None,
+        statuses: list[str] | None = None,
+        tags: list[str] | None = None,
+        key: str | None = None,
+        as_of: str | None = None,
+        peek: bool = False,
+    ) -> dict[str, Any]:
+        """Recall memories for ``query``, best first, each with its score components.
+
+        Filters: ``kinds``, ``epistemics``, ``statuses`` (default active), ``tags``,
+        ``key``. ``as_of`` (ISO) asks what the mind held true then. ``peek``
+        recalls without reinforcing.
+        """
+        filters: dict[str, Any] = {
+            name: tuple(values)
+            for name, values in (
+                ("kinds", kinds),
+                ("epistemics", epistemics),
+                ("statuses", statuses),
+                ("tags", tags),
+            )
+            if values
+        }
+        if key is not None:
+            filters["key"] = key
+        request = await _call(
+            recall_query, query, limit=limit, filters=filters, as_of=as_of, peek=peek
+        )
+        results = await _call(mind.recall, request)
+        return {"results": [render.result_json(r) for r in results]}
+
+    @server.tool()
+    async def get(id: str) -> dict[str, Any]:
+        """A memory by id, whatever its status, with its relationships."""
+        memory = await _call(mind.get, id)
+        edges = await _call(mind.relationships, id)
+        return {
+            **render.memory_json(memory),
+            "relationships": [render.relationship_json(e) for e in edges],
+        }
+
+    @server.tool()
+    async def relate(
+        src: str,
+        relation: Literal[
+            "related_to",
+            "supports",
+            "contradicts",
+            "derived_from",
+            "supersedes",
+            "same_as",
+            "refers_to",
+            "causes",
+            "precedes",
+            "part_of",
+        ],
+        dst: str,
+        confidence: float = 1.0,
+    ) -> dict[str, Any]:
+        """Add an edge ``src -relation-> dst``; ``same_as`` is staged as a proposal."""
+        edge = await _call(mind.relate, src, relation, dst, confidence=confidence, source="mcp")
+        return render.relationship_json(edge)
+
+    @server.tool()
+    async def retract(id: str, reason: str) -> dict[str, Any]:
+        """Mark a memory inaccurate, with the reason; it stays for provenance."""
+        return render.memory_json(await _call(mind.retract, id, reason=reason))
+
+    @server.tool()
+    async def supersede(id: str, content: str) -> dict[str, Any]:
+        """Amend a memory: ``content`` becomes its new version (same kind and key)."""
+        return render.memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
+
+    @server.tool()
+    async def feedback(id: str, value: float, note: str | None = None) -> dict[str, Any]:
+        """Rate a memory from -1 (wrong, useless) to 1 (true, useful)."""
+        return render.memory_json(await _call(mind.feedback, id, value, note=note))
+
+    @server.tool()
+    async def timeline(id: str, limit: int = 100) -> dict[str, Any]:
+        """The events of one memory, oldest first (at most ``limit``, the newest)."""
+        if not 1 <= limit <= 10_000:
+            raise ToolError(f"limit: between 1 and 10000, got {limit}")
+        await _call(mind.get, id)  # an id of no memory of this mind is an error, not []
+        events = await _call(mind.events, memory_id=id, limit=limit, newest_first=True)
+        return {"events": [render.event_json(e) for e in reversed(events)]}
+
+    @server.tool()
+    async def proposals() -> dict[str, Any]:
+        """Pending ``same_as`` merge proposals."""
+        found = await _call(mind.proposals)
+        return {"proposals": [render.relationship_json(e) for e in found]}
+
+    @server.tool()
+    async def approve(id: str) -> dict[str, Any]:
+        """Approve a merge proposal (by relationship id): its source is archived into it."""
+        return render.relationship_json(await _call(mind.approve, id))
+
+    @server.tool()
+    async def reject(id: str) -> dict[str, Any]:
+        """Reject a merge proposal (by relationship id); both memories stay."""
+        return render.relationship_json(await _call(mind.reject, id))
+
+    @server.tool()
+    async def verify() -> dict[str, Any]:
+        """Check the mind's audit chain, its events and every content hash."""
+        report = await _call(mind.verify)
+        return {
+            "ok": report.ok,
+            "entries": report.entries,
+            "events": report.events,
+            "memories": report.memories,
+            "problem": report.problem,
+        }
+
+    return server
