@@ -96,6 +96,7 @@ class EventKind(StrEnum):
     """Built-in event kinds. Plugins emit their own under a ``prefix.`` of their own."""
 
     OBSERVATION_RECEIVED = "observation_received"
+    OBSERVATION_REFUSED = "observation_refused"
     MEMORY_CREATED = "memory_created"
     MEMORY_RETRIEVED = "memory_retrieved"
     MEMORY_REINFORCED = "memory_reinforced"

@@ -25,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "ManualClock": "noema.clock",
     "DecayReport": "noema.memory.decay",
     "VerifyReport": "noema.memory.audit",
+    "PurgePlan": "noema.memory.purge",
+    "PurgeReport": "noema.memory.purge",
+    "NoemaRetriever": "noema.integrations.langchain",
     "NoemaError": "noema.errors",
     "UsageError": "noema.errors",
     "InvalidInput": "noema.errors",
@@ -78,10 +81,13 @@ __all__ = [
     "Mind",
     "MindConfig",
     "NoemaError",
+    "NoemaRetriever",
     "NotFound",
     "Observation",
     "PolicyViolation",
     "Process",
+    "PurgePlan",
+    "PurgeReport",
     "RecallFilters",
     "RecallResult",
     "RecallWeights",
@@ -134,8 +140,10 @@ if TYPE_CHECKING:
         TemporalOrderError,
         UsageError,
     )
+    from noema.integrations.langchain import NoemaRetriever
     from noema.memory.audit import VerifyReport
     from noema.memory.decay import DecayReport
+    from noema.memory.purge import PurgePlan, PurgeReport
     from noema.mind import Mind
     from processes import Process
 

@@ -72,11 +72,18 @@ DEFAULT_WEIGHTS = RecallWeights()
 
 
 class WritePolicy(BaseModel):
-    """What the reconciler refuses before anything is written."""
+    """What the reconciler refuses before anything is written.
+
+    ``secrets``: what to do with content that carries a credential (API keys,
+    tokens, private keys, passwords in URLs): ``refuse`` it (the default), store
+    it with each credential replaced by ``[REDACTED:<kind>]`` and the redaction
+    recorded (``redact``), or store it as it is (``allow``).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_confidence: float = Field(default=DEFAULT_MIN_CONFIDENCE, ge=0.0, le=1.0)
+    secrets: Literal["refuse", "redact", "allow"] = "refuse"
 
 
 class MindConfig(BaseModel):

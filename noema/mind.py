@@ -38,6 +38,7 @@ from noema.errors import ConfigError, InvalidInput, NotFound, from_validation
 from noema.ids import new_id
 from noema.memory.audit import VerifyReport, verify_records
 from noema.memory.decay import DecayReport, run_decay
+from noema.memory.policy import apply_secret_policy
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.recall import Recaller
 from noema.memory.reconciler import Reconciler, entity_refs
@@ -273,7 +274,8 @@ class Mind:
         size = batch_size or self.config.batch_size
         written: list[Memory] = []
         for start in range(0, len(inputs), size):
-            written.extend(self._reconciler.remember(inputs[start : start + size], force=True))
+            batch = inputs[start : start + size]
+            written.extend(self._reconciler.remember(batch, force=force, checked=True))
             if progress is not None:
                 progress(len(written), len(inputs))
         return written
@@ -536,6 +538,8 @@ class Mind:
             )
         except ValidationError as exc:
             raise from_validation(exc) from None
+        if self.config.policy.secrets == "refuse":  # say so, rather than log a refusal
+            apply_secret_policy(observation, self.config.policy)
 
         async def one_cycle() -> CycleReport:
             workspace = self.workspace()

@@ -28,8 +28,9 @@ from concepts import (
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
-from noema.errors import InvalidInput
+from noema.errors import InvalidInput, PolicyViolation
 from noema.memory.audit import iso
+from noema.memory.policy import apply_secret_policy, secret_kinds
 from noema.memory.reconciler import EventLog
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
@@ -64,6 +65,7 @@ class CycleReport:
     admitted: list[WorkingMemoryItem]
     dropped: list[WorkingMemoryItem]
     failures: list[str] = field(default_factory=list)
+    refused: list[list[str]] = field(default_factory=list)  # credential kinds per refusal
 
 
 class Workspace:
@@ -176,17 +178,33 @@ class Workspace:
             for process in self._active():
                 await self._call(process, "on_broadcast", item, ctx)
         failures = [p["process"] for k, p in self._pending if k == EventKind.PROCESS_FAILED]
+        refused = [p["credentials"] for k, p in self._pending if k == EventKind.OBSERVATION_REFUSED]
         self._commit(decisions, dropped)
-        return CycleReport(ctx.cycle, ctx.percepts, decisions, admitted, dropped, failures)
+        return CycleReport(ctx.cycle, ctx.percepts, decisions, admitted, dropped, failures, refused)
 
     def _perceive(self, observations: Sequence[Observation]) -> list[Percept]:
         if not observations:
+            return []
+        accepted: list[tuple[Observation, list[str]]] = []
+        for observation in observations:
+            try:
+                accepted.append(apply_secret_policy(observation, self.ctx.config.policy))
+            except PolicyViolation:
+                # Refused by the write policy: logged without a word of what it said.
+                kinds = secret_kinds(observation)
+                self._pending.append(
+                    (
+                        EventKind.OBSERVATION_REFUSED,
+                        {"channel": observation.channel.value, "credentials": kinds},
+                    )
+                )
+        if not accepted:
             return []
         with self.ctx.storage.transaction() as session:
             now = self.ctx.clock.now()
             events = EventLog(self.ctx.mind.id, now)
             percepts = []
-            for observation in observations:
+            for observation, redacted in accepted:
                 event = events.add(
                     EventKind.OBSERVATION_RECEIVED,
                     payload={
@@ -196,6 +214,7 @@ class Workspace:
                         "salience": observation.salience,
                         "payload": observation.payload,
                         "cycle": self.ctx.cycle,
+                        **({"redacted": redacted} if redacted else {}),
                     },
                 )
                 percepts.append(Percept(observation, event.id))

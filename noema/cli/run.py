@@ -133,6 +133,11 @@ def print_cycle(mind: Mind, report: CycleReport, after: int, *, as_json: bool) -
             )
         for name in report.failures:
             print(f"cycle {report.cycle}: process {name} failed")
+        for kinds in report.refused:
+            print(
+                f"cycle {report.cycle}: refused an observation holding a credential "
+                f"({', '.join(kinds)}); the write policy's secrets setting decides"
+            )
     sys.stdout.flush()
     return int(events[-1].seq or after) if events else after
 

@@ -38,6 +38,7 @@ from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import chain, iso
 from noema.memory.entities import extract_entities
+from noema.memory.policy import apply_secret_policy
 from noema.storage import Session, Storage, ops
 
 __all__ = ["EventLog", "Reconciler", "entity_refs", "reinforcement"]
@@ -151,15 +152,16 @@ class Reconciler:
         labels: Sequence[str] | None = None,
     ) -> None:
         """Refuse, before any write, what the write policy does not allow."""
-        if force:
-            return
-        threshold = self.config.policy.min_confidence
+        policy = self.config.policy
+        threshold = policy.min_confidence
         for index, item in enumerate(items):
-            if item.confidence < threshold:
-                if labels is not None:
-                    where = f"{labels[index]}: "
-                else:
-                    where = f"item {index + 1}: " if len(items) > 1 else ""
+            if labels is not None:
+                where = f"{labels[index]}: "
+            else:
+                where = f"item {index + 1}: " if len(items) > 1 else ""
+            if policy.secrets == "refuse":  # ``force`` lowers the bar of confidence only
+                apply_secret_policy(item, policy, what=where)
+            if item.confidence < threshold and not force:
                 raise PolicyViolation(
                     f"{where}confidence {item.confidence} is below the write policy's "
                     f"minimum {threshold} (force the write to keep it anyway)"
@@ -193,15 +195,22 @@ class Reconciler:
         *,
         force: bool = False,
         origin_event: str | None = None,
+        checked: bool = False,
     ) -> list[Memory]:
         """Write ``items`` in one transaction; returns one memory per item, in order.
 
         Identical content already active in the mind is reinforced and returned
-        instead of duplicated.
+        instead of duplicated. ``checked``: the caller already ran ``check_policy``.
         """
-        self.check_policy(items, force=force)
+        if not checked:
+            self.check_policy(items, force=force)
         if not items:
             return []
+        redactions: list[list[str]] = [[] for _ in items]
+        if self.config.policy.secrets == "redact":
+            prepared = [apply_secret_policy(item, self.config.policy) for item in items]
+            items = [item for item, _ in prepared]
+            redactions = [kinds for _, kinds in prepared]
         hashes = [content_hash(i.kind, i.content, i.key) for i in items]
         # Embedding is slow: it happens before the write lock is taken.
         vectors = self._embed_new(items, hashes)
@@ -225,7 +234,7 @@ class Reconciler:
 
             results: list[Memory] = []
             new_edges: list[Relationship] = []
-            for item, digest in zip(items, hashes, strict=True):
+            for item, digest, redacted in zip(items, hashes, redactions, strict=True):
                 existing = by_hash.get(digest)
                 if existing is not None:
                     existing = pending.get(existing.id) or existing
@@ -238,7 +247,7 @@ class Reconciler:
                         payload={"reason": "remembered again", "activation": memory.activation},
                     )
                 else:
-                    memory = self._new_memory(item, digest, now, log, origin_event)
+                    memory = self._new_memory(item, digest, now, log, origin_event, redacted)
                     pending.created[memory.id] = memory
                     by_hash[digest] = memory
                     if item.key is not None:
@@ -289,20 +298,24 @@ class Reconciler:
         now: datetime,
         log: EventLog,
         origin_event: str | None,
+        redacted: Sequence[str] = (),
     ) -> Memory:
         recorded_at = item.at or now
         memory_id = new_id(recorded_at)
+        payload: dict[str, Any] = {
+            "content_hash": digest,
+            "kind": item.kind.value,
+            "epistemic": item.epistemic.value,
+            "channel": item.channel.value,
+            "key": item.key,
+        }
+        if redacted:  # the write policy replaced credentials: which kinds, never what
+            payload["redacted"] = list(redacted)
         event = log.add(
             EventKind.MEMORY_CREATED,
             memory_id=memory_id,
             origin_event=origin_event,
-            payload={
-                "content_hash": digest,
-                "kind": item.kind.value,
-                "epistemic": item.epistemic.value,
-                "channel": item.channel.value,
-                "key": item.key,
-            },
+            payload=payload,
         )
         c = item.confidence
         return trusted(

@@ -1219,6 +1219,67 @@ def test_entity_references_rank_by_shared_entities(storage: Storage) -> None:
     assert read(storage, ops.SearchEntities(other, ["name:ada"], RecallFilters(), None, 10)) == []
 
 
+# ---------------------------------------------------------------- purge
+
+
+def test_purge_memories_removes_rows_vectors_text_entities_and_edges(storage: Storage) -> None:
+    mind, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    gone, kept = insert(storage, mind, ["zanzibar quux secret", "ordinary garden note"])
+    [theirs] = insert(storage, other, ["zanzibar quux in another mind"])
+    write(
+        storage,
+        ops.PutVectors(mind, "v", [gone.id, kept.id], unit([[1, 0], [0, 1]])),
+        ops.PutVectors(other, "v", [theirs.id], unit([[1, 0]])),
+        ops.PutEntities(mind, [(gone.id, "name:zanzibar"), (kept.id, "name:garden")]),
+        ops.InsertRelationships([make_edge(mind, kept.id, Relation.RELATED_TO, gone.id)]),
+    )
+    assert next(m.id for m, _ in nearest(storage, mind, "v", [1, 0])) == gone.id
+    with storage.transaction() as session:
+        # Another mind's id is not this mind's to purge.
+        assert session.run(ops.PurgeMemories(mind, [gone.id, theirs.id])) == 1
+        assert session.run(ops.PurgeMemories(mind, [])) == 0
+    storage.reclaim()
+    found = read(storage, ops.GetMemories(mind, [gone.id, kept.id]))
+    assert [m.id for m in found] == [kept.id]
+    assert [m.id for m, _ in search(storage, mind, ["zanzibar"])] == []
+    assert [m.id for m, _ in nearest(storage, mind, "v", [1, 0])] == [kept.id]
+    assert read(storage, ops.CountVectors(mind, "v", 2)) == (1, 1)
+    empty = RecallFilters()
+    assert read(storage, ops.SearchEntities(mind, ["name:zanzibar"], empty, None, 10)) == []
+    assert read(storage, ops.FindRelationships(mind, memory_ids=[kept.id])) == []
+    # The other mind keeps everything.
+    assert [m.id for m, _ in search(storage, other, ["zanzibar"])] == [theirs.id]
+    assert read(storage, ops.CountVectors(other, "v", 2)) == (1, 1)
+
+
+def test_purge_inside_a_rolled_back_transaction_leaves_everything(storage: Storage) -> None:
+    mind = ensure_mind(storage, "m")
+    [memory] = insert(storage, mind, ["zanzibar quux secret"])
+    with pytest.raises(RuntimeError), storage.transaction() as session:
+        session.run(ops.PurgeMemories(mind, [memory.id]))
+        raise RuntimeError("boom")
+    assert [m.id for m in read(storage, ops.GetMemories(mind, [memory.id]))] == [memory.id]
+    assert [m.id for m, _ in search(storage, mind, ["zanzibar"])] == [memory.id]
+
+
+def test_tombstone_events_replaces_payloads_of_this_mind_only(storage: Storage) -> None:
+    mind, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    mine = make_event(mind, payload={"content": "zanzibar quux"})
+    kept = make_event(mind, payload={"content": "ordinary"})
+    theirs = make_event(other, payload={"content": "zanzibar quux"})
+    write(storage, ops.AppendEvents([mine, kept, theirs]))
+    write(storage, ops.TombstoneEvents(mind, [mine.id, theirs.id], {"purged_by": "p1"}))
+    events = {e.id: e for e in read(storage, ops.ListEvents(mind))}
+    assert events[mine.id].payload == {"purged_by": "p1"}
+    assert events[mine.id].kind == mine.kind and events[mine.id].at == mine.at
+    assert events[kept.id].payload == {"content": "ordinary"}
+    assert [e.payload for e in read(storage, ops.ListEvents(other))] == [
+        {"content": "zanzibar quux"}
+    ]
+    with pytest.raises(TypeError), storage.transaction(write=False) as session:
+        session.run(ops.TombstoneEvents(mind, [kept.id], {"purged_by": "p2"}))
+
+
 def test_every_operation_of_the_contract_is_exercised_here() -> None:
     """A new op joins the contract only with its tests in this file."""
     source = Path(__file__).read_text(encoding="utf-8")
@@ -1227,6 +1288,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 31
+    assert len(operations) == 33
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []
