@@ -502,8 +502,9 @@ def test_operator_knowledge_is_written_through_the_reconciler(seeded: tuple[Mind
         ("importance", "high", "not a number: 'high'"),
         ("key", "k" * 201, "key is longer than 200 characters"),
         ("content", "x" * 100_001, "longer than 100000 characters"),
+        ("content", "db password=hunter2hunter2 for staging", "holds a credential (password)"),
     ],
-    ids=["empty", "importance-range", "importance-text", "bad-key", "too-long"],
+    ids=["empty", "importance-range", "importance-text", "bad-key", "too-long", "credential"],
 )
 def test_knowledge_entry_shows_validation_errors_inline_and_writes_nothing(
     seeded: tuple[Mind, Seeded], field: str, value: str, error: str

@@ -260,6 +260,8 @@ class MindData:
         try:
             return self.mind.remember(**item.model_dump(exclude={"links", "at"}))
         except UsageError as exc:
+            if "credential" in str(exc):  # the write policy refused what the content holds
+                raise FieldErrors({"content": str(exc)}) from None
             name, _, message = str(exc).partition(": ")
             if name in {"content", "kind", "epistemic", "key", "importance", "tags"}:
                 raise FieldErrors({name: message}) from None

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from concepts import (
     AuditEntry,
     Channel,
@@ -191,3 +193,16 @@ def _column_value(column: str, value: Any) -> Any:
     if column in TIME_COLUMNS:
         return None if value is None else to_micros(value)
     return getattr(value, "value", value)
+
+
+def unit_query(query: Any) -> np.ndarray | None:
+    """A search vector as float32 of length 1, or ``None`` when it has no direction.
+
+    Embedders give unit vectors; their bits are kept when they do, so both
+    backends score the same numbers.
+    """
+    vector = np.asarray(query, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    if norm == 0 or not np.isfinite(norm):
+        return None
+    return vector if abs(norm - 1.0) <= 1e-6 else vector / norm

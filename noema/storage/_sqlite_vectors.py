@@ -24,6 +24,7 @@ from usearch.index import Index
 
 from concepts import Memory
 from noema.storage import ops
+from noema.storage._rows import unit_query
 
 __all__ = ["VectorIndexes"]
 
@@ -75,12 +76,9 @@ class VectorIndexes:
         sync: bool,
     ) -> list[tuple[Memory, float]]:
         """Exact cosine of the best candidates the index offers, widening until enough pass."""
-        query = np.asarray(op.query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(query))
-        if norm == 0 or not np.isfinite(norm):
+        query = unit_query(op.query)
+        if query is None:
             return []
-        if abs(norm - 1.0) > 1e-6:  # embedders give unit vectors; keep their bits when they do
-            query = query / norm
         dims = int(query.shape[0])
         entry = self._entry(conn, op.mind_id, op.model, dims, sync=sync)
         size = len(entry.index)

@@ -63,6 +63,7 @@ from noema.storage._rows import (
     relationship_from_row,
     to_json,
     to_micros,
+    unit_query,
     update_groups,
 )
 
@@ -626,12 +627,9 @@ MIN_CANDIDATES = 64
 
 
 def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
-    query = np.asarray(op.query, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(query))
-    if norm == 0 or not np.isfinite(norm):
+    query = unit_query(op.query)
+    if query is None:
         return []
-    if abs(norm - 1.0) > 1e-6:  # embedders give unit vectors; keep their bits when they do
-        query = query / norm
     dims = int(query.shape[0])
     params: list[Any] = [op.mind_id]
     where = _filter_sql(op.filters, op.as_of, params)
