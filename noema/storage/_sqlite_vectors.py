@@ -148,7 +148,9 @@ class VectorIndexes:
             if present.any():
                 entry.index.remove(keys[present])
             vectors = np.frombuffer(b"".join(latest.values()), dtype=np.float32)
-            entry.index.add(keys, vectors.reshape(len(latest), dims))
+            # One thread: the graph then depends on the rows alone, so a store answers
+            # the same way every time (a threaded build differs run to run, ADR 0008).
+            entry.index.add(keys, vectors.reshape(len(latest), dims), threads=1)
             entry.watermark = int(rows[-1][0])
 
     def discard(self, conn: sqlite3.Connection, mind_id: str) -> None:
