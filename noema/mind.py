@@ -350,6 +350,7 @@ class Mind:
         containing: str | None = None,
     ) -> PurgePlan:
         """What ``forget`` with the same selectors would remove; nothing is written."""
+        ids = [ids] if isinstance(ids, str) else list(ids)  # one id, or several
         chosen = self._purge_filters(filters)
         with self.storage.transaction(write=False) as session:
             return plan_purge(

@@ -102,6 +102,7 @@ def test_forget_by_key_removes_every_version(open_mind: Callable[..., Mind]) -> 
     new = mind.remember("Ada lives in Porto", key="user.home_city", valid_from="2025-01-01")
     other = mind.remember("Ada lives near the sea", key="user.home_area")
     assert mind.get(old.id).status == Status.SUPERSEDED
+    assert [m.id for m in mind.plan_forget(other.id).memories] == [other.id]  # one id
     report = mind.forget(key="user.home_city")
     assert sorted(report.memories) == sorted([old.id, new.id])
     assert mind.get(other.id).status == Status.ACTIVE
