@@ -41,6 +41,30 @@ def _choices(enum: type[Any]) -> list[str]:
     return [e.value for e in enum]
 
 
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    """The filter options shared by ``recall`` and ``forget`` (read by ``_filter_fields``)."""
+    p.add_argument("--kind", action="append", default=[], choices=_choices(MemoryKind))
+    p.add_argument("--epistemic", action="append", default=[], choices=_choices(Epistemic))
+    p.add_argument("--status", action="append", default=[], choices=_choices(Status))
+    p.add_argument("--channel", action="append", default=[], choices=_choices(Channel))
+    p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument("--since", metavar="ISO", help="recorded at or after")
+    p.add_argument("--until", metavar="ISO", help="recorded before")
+
+
+def _filter_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``RecallFilters`` fields the options of ``_add_filters`` gave."""
+    return _some(
+        kinds=tuple(args.kind) or None,
+        epistemics=tuple(args.epistemic) or None,
+        statuses=tuple(args.status) or None,
+        channels=tuple(args.channel) or None,
+        tags=tuple(args.tag) or None,
+        since=args.since,
+        until=args.until,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="noema", description="A persistent mind with long-term memory.")
     parser.add_argument("--db", metavar="URL", help="database URL (env NOEMA_DATABASE_URL)")
@@ -76,14 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="what to look for")
     p.add_argument("--limit", type=int, default=10, metavar="N")
     p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
-    p.add_argument("--kind", action="append", default=[], choices=_choices(MemoryKind))
-    p.add_argument("--epistemic", action="append", default=[], choices=_choices(Epistemic))
-    p.add_argument("--status", action="append", default=[], choices=_choices(Status))
-    p.add_argument("--channel", action="append", default=[], choices=_choices(Channel))
-    p.add_argument("--tag", action="append", default=[], metavar="T")
+    _add_filters(p)
     p.add_argument("--key", metavar="KEY")
-    p.add_argument("--since", metavar="ISO")
-    p.add_argument("--until", metavar="ISO")
     p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
     p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
     p.add_argument("--strict", action="store_true", help="every query word must match")
@@ -198,13 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
     p.add_argument("--key", metavar="KEY", help="every memory with this key, any status")
     p.add_argument("--containing", metavar="TEXT", help="every memory whose content has TEXT")
-    p.add_argument("--kind", action="append", default=[], choices=_choices(MemoryKind))
-    p.add_argument("--epistemic", action="append", default=[], choices=_choices(Epistemic))
-    p.add_argument("--status", action="append", default=[], choices=_choices(Status))
-    p.add_argument("--channel", action="append", default=[], choices=_choices(Channel))
-    p.add_argument("--tag", action="append", default=[], metavar="T")
-    p.add_argument("--since", metavar="ISO", help="recorded at or after")
-    p.add_argument("--until", metavar="ISO", help="recorded before")
+    _add_filters(p)
     p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
     p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
     p.add_argument("--json", action="store_true")
@@ -310,17 +322,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    filters = _some(
-        kinds=tuple(args.kind) or None,
-        epistemics=tuple(args.epistemic) or None,
-        statuses=tuple(args.status) or None,
-        channels=tuple(args.channel) or None,
-        tags=tuple(args.tag) or None,
-        key=args.key,
-        since=args.since,
-        until=args.until,
-        min_confidence=args.min_confidence,
-        min_feedback=args.min_feedback,
+    filters = _filter_fields(args) | _some(
+        key=args.key, min_confidence=args.min_confidence, min_feedback=args.min_feedback
     )
     request = recall_query(
         args.query,
@@ -563,15 +566,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    fields = _some(
-        kinds=tuple(args.kind) or None,
-        epistemics=tuple(args.epistemic) or None,
-        statuses=tuple(args.status) or None,
-        channels=tuple(args.channel) or None,
-        tags=tuple(args.tag) or None,
-        since=args.since,
-        until=args.until,
-    )
+    fields = _filter_fields(args)
     if not args.dry_run and not args.yes:
         raise UsageError(
             "forget: removing memories cannot be undone: pass --yes (or --dry-run to see "

@@ -29,6 +29,12 @@ FIELDS = (
 )
 
 
+#: The fields chosen from a list: their values and the default.
+CHOICES: dict[str, tuple[list[str], str]] = {
+    "kind": ([k.value for k in MemoryKind], MemoryKind.SEMANTIC.value),
+    "epistemic": ([e.value for e in Epistemic], Epistemic.FACT.value),
+}
+
 #: How the fields are laid out, row by row.
 ROWS = (("content",), ("kind", "epistemic"), ("key", "importance", "tags"))
 
@@ -57,19 +63,14 @@ class KnowledgeScreen(NoemaScreen):
         yield Footer()
 
     def _widget(self, name: str) -> Input | Select[str]:
-        if name == "kind":
+        choices = {
+            "kind": (MemoryKind, MemoryKind.SEMANTIC),
+            "epistemic": (Epistemic, Epistemic.FACT),
+        }
+        if name in choices:
+            enum, default = choices[name]
             return Select(
-                [(k.value, k.value) for k in MemoryKind],
-                value=MemoryKind.SEMANTIC.value,
-                allow_blank=False,
-                id="kind",
-            )
-        if name == "epistemic":
-            return Select(
-                [(e.value, e.value) for e in Epistemic],
-                value=Epistemic.FACT.value,
-                allow_blank=False,
-                id="epistemic",
+                [(e.value, e.value) for e in enum], value=default.value, allow_blank=False, id=name
             )
         placeholders = {
             "importance": "0.5",
