@@ -196,6 +196,10 @@ class Memory(BaseModel):
 
     ``content`` never changes after the memory is written. Confidence is the point
     estimate ``alpha / (alpha + beta)`` of a Beta posterior that feedback updates.
+    ``keys`` is derived expansion text (entities, keyphrases, normalised dates,
+    space-separated) that the reconciler computes from the memory; it is
+    full-text indexed apart from ``content``, so recall ranks it as its own part
+    of the text lane, and ``noema reindex`` rebuilds it. Empty when none was derived.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -230,6 +234,7 @@ class Memory(BaseModel):
     feedback_count: int = Field(default=0, ge=0)
     feedback_mean: float = Field(default=0.0, ge=-1.0, le=1.0)
     decay: DecayClass = DecayClass.STABLE
+    keys: str = ""
 
 
 class Relationship(BaseModel):
@@ -332,7 +337,8 @@ class RecallQuery(BaseModel):
     ``mode`` ``any`` matches any query term, ``strict`` all of them. ``fusion``
     picks the weighted sum or reciprocal-rank fusion (``None``: the mind's
     configured default). ``explore`` adds Thompson sampling from each memory's
-    confidence posterior (``seed`` makes the draw repeatable).
+    confidence posterior (``seed`` makes the draw repeatable). ``depth``
+    ``deep`` reranks a wide pool of the fused ranking with the mind's reranker.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -346,6 +352,7 @@ class RecallQuery(BaseModel):
     fusion: Literal["weighted", "rrf"] | None = None
     explore: bool = False
     seed: int | None = None
+    depth: Literal["fast", "deep"] = "fast"
 
     @field_validator("text")
     @classmethod

@@ -184,4 +184,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        4,
+        "expansion keys with their own full-text index",
+        """
+        -- Derived expansion text (entities, keyphrases, dates), indexed apart from
+        -- content and tokenised the same way; old memories have no keys yet.
+        ALTER TABLE memories ADD COLUMN keys text NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN keys_tsv tsvector
+            GENERATED ALWAYS AS (to_tsvector('noema', noema_words(keys))) STORED;
+        CREATE INDEX memories_keys_tsv ON memories USING gin (keys_tsv)
+            WITH (gin_pending_list_limit = 512);
+
+        -- BM25 of keys counts the same documents as content (every memory), and
+        -- its own tokens.
+        ALTER TABLE text_stats ADD COLUMN keys_tokens bigint NOT NULL DEFAULT 0;
+        """,
+    ),
 ]

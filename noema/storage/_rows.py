@@ -60,6 +60,7 @@ MEMORY_COLUMNS = (
     "feedback_count",
     "feedback_mean",
     "decay",
+    "keys",
 )
 TIME_COLUMNS = frozenset(
     {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
@@ -131,6 +132,7 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         m.feedback_count,
         m.feedback_mean,
         m.decay.value,
+        m.keys,
     )
 
 

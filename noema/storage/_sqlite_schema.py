@@ -2,8 +2,10 @@
 
 Never edit a released migration: append a new one. Times are integer
 microseconds since the Unix epoch (UTC); JSON columns hold compact JSON text.
-New memories enter the full-text index in bulk from ``InsertMemories`` (one
-``INSERT ... SELECT`` per batch is five times faster than a per-row trigger).
+New memories enter the full-text indexes (content and keys) in bulk from
+``InsertMemories`` (one ``INSERT ... SELECT`` per batch is five times faster
+than a per-row trigger); triggers keep them in step on delete and on a change
+of keys.
 """
 
 from __future__ import annotations
@@ -160,6 +162,35 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             PRIMARY KEY (mind_id, entity, memory_id),
             FOREIGN KEY (mind_id, memory_id) REFERENCES memories(mind_id, id)
         ) WITHOUT ROWID;
+        """,
+    ),
+    (
+        4,
+        "expansion keys with their own full-text index",
+        """
+        -- Derived expansion text (entities, keyphrases, dates), indexed apart from
+        -- content and tokenised the same way. Every memory has a row in both
+        -- indexes, so both count the same documents; old memories have no keys yet.
+        ALTER TABLE memories ADD COLUMN keys TEXT NOT NULL DEFAULT '';
+
+        CREATE VIRTUAL TABLE memories_keys_fts USING fts5(
+            keys,
+            content = 'memories',
+            content_rowid = 'rowid',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memories_keys_fts(rowid, keys) SELECT rowid, keys FROM memories;
+        CREATE TRIGGER memories_keys_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_keys_fts(memories_keys_fts, rowid, keys)
+                VALUES ('delete', old.rowid, old.keys);
+        END;
+        -- Keys are rebuilt (reindex) where content never changes: re-index the row.
+        CREATE TRIGGER memories_keys_fts_update AFTER UPDATE OF keys ON memories
+        WHEN old.keys IS NOT new.keys BEGIN
+            INSERT INTO memories_keys_fts(memories_keys_fts, rowid, keys)
+                VALUES ('delete', old.rowid, old.keys);
+            INSERT INTO memories_keys_fts(rowid, keys) VALUES (new.rowid, new.keys);
+        END;
         """,
     ),
 ]

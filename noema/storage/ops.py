@@ -27,9 +27,11 @@ from concepts import (
 
 R = TypeVar("R")
 
-#: Fields of a stored memory that may change after it is written. Content never does.
+#: Fields of a stored memory that may change after it is written. Content never does;
+#: ``keys`` is derived from it and rebuilt when the derivation improves.
 MUTABLE_FIELDS = frozenset(
     {
+        "keys",
         "confidence",
         "alpha",
         "beta",
@@ -80,7 +82,10 @@ class InsertMemories(Op[None]):
 
 @dataclass(frozen=True, slots=True)
 class UpdateMemories(Op[None]):
-    """Change mutable fields (``MUTABLE_FIELDS``) of memories of one mind."""
+    """Change mutable fields (``MUTABLE_FIELDS``) of memories of one mind.
+
+    A change of ``keys`` re-indexes them: afterwards only the new keys match.
+    """
 
     mind_id: str
     updates: Sequence[tuple[str, Mapping[str, Any]]]
@@ -109,7 +114,9 @@ class SearchText(Op[list[tuple[Memory, float]]]):
     """Full-text candidates with a raw rank (higher is better), best first.
 
     ``terms`` are plain words; the backend quotes them for its own syntax.
-    ``strict`` requires every term, otherwise any term matches.
+    ``strict`` requires every term, otherwise any term matches. ``field`` picks
+    the index searched: the memories' ``content`` or their derived ``keys``,
+    each tokenised the same way and ranked by BM25 over its own statistics.
     """
 
     mind_id: str
@@ -118,6 +125,7 @@ class SearchText(Op[list[tuple[Memory, float]]]):
     filters: RecallFilters
     as_of: datetime | None
     limit: int
+    field: Literal["content", "keys"] = "content"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +184,11 @@ class GetVectors(Op[dict[str, np.ndarray]]):
 
 
 @dataclass(frozen=True, slots=True)
-class MissingVectors(Op[list[tuple[str, str]]]):
-    """``(id, content)`` of memories with no vector under ``(model, dims)``, in id order."""
+class MissingVectors(Op[list[tuple[str, str, datetime]]]):
+    """``(id, content, valid_from)`` of memories with no vector under ``(model, dims)``.
+
+    In id order; ``valid_from`` is UTC, for embedders that put the date in the text.
+    """
 
     mind_id: str
     model: str
@@ -322,8 +333,8 @@ class PurgeMemories(Op[int]):
 
     The only operation that deletes memory rows (``noema forget``). Backends also
     clear what they keep of the text outside the rows where they can (SQLite
-    zeroes freed pages and merges the full-text index). Returns how many memory
-    rows went.
+    zeroes freed pages and merges the full-text indexes, of content and of keys).
+    Returns how many memory rows went.
     """
 
     mind_id: str

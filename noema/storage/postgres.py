@@ -9,7 +9,9 @@ Read sessions are ``REPEATABLE READ READ ONLY``: one snapshot.
 
 Full text: a stored ``tsvector`` column (configuration ``noema``: English
 stemming, no stop words) under a GIN index; ``ts_rank_cd`` picks the best
-matches and BM25, computed as SQLite's FTS5 computes it, orders them.
+matches and BM25, computed as SQLite's FTS5 computes it, orders them. The
+derived ``keys`` have their own column, ``keys_tsv``, searched the same way
+over their own statistics.
 Vectors: pgvector's ``vector`` column with one partial HNSW index
 (``vector_cosine_ops``) per (model, dimensions), built the first time a search
 needs it; without the extension, float32 bytes searched exactly. Either way
@@ -194,24 +196,30 @@ COMMON_DOCS = 2_000
 STATS_SECONDS = 60.0
 
 
+#: The full-text index of each ``SearchText.field``: the ``tsvector`` column of
+#: memories and its total of tokens in ``text_stats`` (documents are shared).
+_TEXT_INDEXES = {"content": ("tsv", "tokens"), "keys": ("keys_tsv", "keys_tokens")}
+
+
 class _WordStats:
-    """Frequent lexemes of ``memories.tsv`` from the planner's statistics (``ANALYZE``)."""
+    """Frequent lexemes of a ``tsvector`` column from the planner's statistics (``ANALYZE``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._read_at = float("-inf")
-        self._common: frozenset[str] = frozenset()
+        self._read: dict[str, tuple[float, frozenset[str]]] = {}  # column -> (when, lexemes)
 
-    def common(self, cur: psycopg.Cursor[Any]) -> frozenset[str]:
+    def common(self, cur: psycopg.Cursor[Any], column: str) -> frozenset[str]:
         with self._lock:
-            if time.monotonic() - self._read_at < STATS_SECONDS:
-                return self._common
+            read_at, cached = self._read.get(column, (float("-inf"), frozenset()))
+            if time.monotonic() - read_at < STATS_SECONDS:
+                return cached
             row = cur.execute(
                 "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
                 "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
                 "AND c.relnamespace = to_regnamespace(s.schemaname) "
                 "WHERE s.schemaname = current_schema() AND s.tablename = 'memories' "
-                "AND s.attname = 'tsv'"
+                "AND s.attname = %s",
+                (column,),
             ).fetchone()
             common: frozenset[str] = frozenset()
             if row is not None and row[0] is not None:
@@ -219,7 +227,7 @@ class _WordStats:
                 common = frozenset(
                     e for e, f in zip(elems, freqs, strict=False) if f * total >= COMMON_DOCS
                 )
-            self._common, self._read_at = common, time.monotonic()
+            self._read[column] = (time.monotonic(), common)
             return common
 
 
@@ -311,14 +319,17 @@ def _insert_memories(s: _Session, op: ops.InsertMemories) -> None:
             copy.write_row(memory_row(memory))
     stats: dict[str, list[int]] = {}
     for memory in op.memories:
-        documents_tokens = stats.setdefault(memory.mind_id, [0, 0])
-        documents_tokens[0] += 1
-        documents_tokens[1] += token_count(memory.content)
+        counts = stats.setdefault(memory.mind_id, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += token_count(memory.content)
+        counts[2] += token_count(memory.keys)
     s._cur.executemany(
-        "INSERT INTO text_stats (mind_id, documents, tokens) VALUES (%s, %s, %s) "
+        "INSERT INTO text_stats (mind_id, documents, tokens, keys_tokens) "
+        "VALUES (%s, %s, %s, %s) "
         "ON CONFLICT (mind_id) DO UPDATE SET documents = text_stats.documents "
-        "+ excluded.documents, tokens = text_stats.tokens + excluded.tokens",
-        [(mind_id, documents, tokens) for mind_id, (documents, tokens) in stats.items()],
+        "+ excluded.documents, tokens = text_stats.tokens + excluded.tokens, "
+        "keys_tokens = text_stats.keys_tokens + excluded.keys_tokens",
+        [(mind_id, *counts) for mind_id, counts in stats.items()],
     )
 
 
@@ -333,7 +344,30 @@ def token_count(text: str) -> int:
 
 
 def _update_memories(s: _Session, op: ops.UpdateMemories) -> None:
-    for columns, rows in update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS).items():
+    groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
+    rekeyed = [(i, changes["keys"]) for i, changes in op.updates if "keys" in changes]
+    if rekeyed:
+        # The generated ``keys_tsv`` follows by itself; BM25's token total follows here
+        # (the mind's lock is held, so the old keys read now are the ones replaced).
+        current: dict[str, str] = {
+            r[0]: r[1]
+            for r in s.all(
+                "SELECT id, keys FROM memories WHERE mind_id = %s AND id = ANY(%s)",
+                (op.mind_id, list(dict.fromkeys(i for i, _ in rekeyed))),
+            )
+        }
+        delta = 0
+        for memory_id, keys in rekeyed:
+            if memory_id in current:
+                delta += token_count(keys) - token_count(current[memory_id])
+                current[memory_id] = keys
+        if delta:
+            s.execute(
+                "UPDATE text_stats SET keys_tokens = greatest(keys_tokens + %s, 0) "
+                "WHERE mind_id = %s",
+                (delta, op.mind_id),
+            )
+    for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = %s" for c in columns)
         s._cur.executemany(
             f"UPDATE memories SET {assignments} WHERE mind_id = %s AND id = %s", rows
@@ -373,24 +407,26 @@ RERANK_MIN = 200
 
 
 def _term_counts(
-    s: _Session, terms: Sequence[str]
+    s: _Session, terms: Sequence[str], column: str, tokens_column: str
 ) -> tuple[int, int, list[tuple[str, list[str], int]]]:
-    """Documents and tokens of the whole table, and per term ``(term, lexemes, documents)``.
+    """Documents and tokens of the whole index, and per term ``(term, lexemes, documents)``.
 
-    Document counts stop at ``COMMON_DOCS``; a term whose every lexeme the planner's
-    statistics call common is not counted at all. One statement for all of it.
+    ``column`` is the ``tsvector`` searched, ``tokens_column`` its token total in
+    ``text_stats``. Document counts stop at ``COMMON_DOCS``; a term whose every
+    lexeme the planner's statistics call common is not counted at all. One
+    statement for all of it.
     """
-    common = sorted(s._store._words.common(s._cur))
+    common = sorted(s._store._words.common(s._cur, column))
     rows = s.all(
         "WITH stats AS (SELECT coalesce(sum(documents), 0) AS documents, "
-        "coalesce(sum(tokens), 0) AS tokens FROM text_stats), "
+        f"coalesce(sum({tokens_column}), 0) AS tokens FROM text_stats), "
         "words AS (SELECT i, t, coalesce((SELECT array_agg(lexeme) "
         "FROM unnest(to_tsvector('noema', noema_words(t)))), '{}') AS lexemes "
         "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)) "
         "SELECT stats.documents, stats.tokens, w.t, w.lexemes, "
         "CASE WHEN w.lexemes <> '{}' AND w.lexemes <@ %s::text[] THEN %s ELSE "
         "(SELECT count(*) FROM (SELECT 1 FROM memories "
-        "WHERE tsv @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
+        f"WHERE {column} @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
         "FROM stats LEFT JOIN words w ON true ORDER BY w.i",
         (list(terms), common, COMMON_DOCS, COMMON_DOCS),
     )
@@ -406,7 +442,8 @@ def _search_text(s: _Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     """
     if not op.terms:
         return []
-    total, tokens, counted = _term_counts(s, op.terms)
+    column, tokens_column = _TEXT_INDEXES[op.field]
+    total, tokens, counted = _term_counts(s, op.terms, column, tokens_column)
     if total == 0:
         return []
     strict, ranked = op.strict, True
@@ -424,16 +461,17 @@ def _search_text(s: _Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     if not ranked:
         rows = s.all(
             f"SELECT {_MEMORY_SELECT}, 1.0::float8 FROM memories m "
-            f"WHERE m.tsv @@ {query} AND m.mind_id = %s {where} ORDER BY m.seq DESC LIMIT %s",
+            f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
+            "ORDER BY m.seq DESC LIMIT %s",
             [*params, op.limit],
         )
         return [(memory_from_row(r[:-1]), float(r[-1])) for r in rows]
     idfs = [math.log((total - n + 0.5) / (n + 0.5)) for _, _, n in counted]
     idfs = [idf if idf > 0 else 1e-6 for idf in idfs]  # FTS5's floor
     hits = s.all(
-        f"SELECT m.seq, m.tsv::text FROM memories m "
-        f"WHERE m.tsv @@ {query} AND m.mind_id = %s {where} "
-        f"ORDER BY ts_rank_cd(m.tsv, {query}, 1) DESC, m.seq DESC LIMIT %s",
+        f"SELECT m.seq, m.{column}::text FROM memories m "
+        f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
+        f"ORDER BY ts_rank_cd(m.{column}, {query}, 1) DESC, m.seq DESC LIMIT %s",
         [*params, *term_params, max(op.limit * 4, RERANK_MIN)],
     )
     average = tokens / total
@@ -590,14 +628,14 @@ def _get_vectors(s: _Session, op: ops.GetVectors) -> dict[str, np.ndarray]:
     return {r[0]: _as_array(r[1]) for r in rows}
 
 
-def _missing_vectors(s: _Session, op: ops.MissingVectors) -> list[tuple[str, str]]:
+def _missing_vectors(s: _Session, op: ops.MissingVectors) -> list[tuple[str, str, datetime]]:
     rows = s.all(
-        "SELECT m.id, m.content FROM memories m WHERE m.mind_id = %s AND m.id > %s "
+        "SELECT m.id, m.content, m.valid_from FROM memories m WHERE m.mind_id = %s AND m.id > %s "
         "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.mind_id = m.mind_id "
         "AND v.model = %s AND v.dims = %s AND v.memory_id = m.id) ORDER BY m.id LIMIT %s",
         (op.mind_id, op.after_id or "", op.model, op.dims, op.limit),
     )
-    return [(r[0], r[1]) for r in rows]
+    return [(r[0], r[1], from_micros(r[2])) for r in rows]
 
 
 def _count_vectors(s: _Session, op: ops.CountVectors) -> tuple[int, int]:
@@ -964,14 +1002,20 @@ def _purge_memories(s: _Session, op: ops.PurgeMemories) -> int:
     )
     s.execute("DELETE FROM vectors WHERE mind_id = %s AND memory_id = ANY(%s)", (op.mind_id, ids))
     gone = s.all(
-        "DELETE FROM memories WHERE mind_id = %s AND id = ANY(%s) RETURNING content",
+        "DELETE FROM memories WHERE mind_id = %s AND id = ANY(%s) RETURNING content, keys",
         (op.mind_id, ids),
     )
     if gone:
         s.execute(
             "UPDATE text_stats SET documents = greatest(documents - %s, 0), "
-            "tokens = greatest(tokens - %s, 0) WHERE mind_id = %s",
-            (len(gone), sum(token_count(content) for (content,) in gone), op.mind_id),
+            "tokens = greatest(tokens - %s, 0), keys_tokens = greatest(keys_tokens - %s, 0) "
+            "WHERE mind_id = %s",
+            (
+                len(gone),
+                sum(token_count(content) for content, _ in gone),
+                sum(token_count(keys) for _, keys in gone),
+                op.mind_id,
+            ),
         )
     return len(gone)
 
@@ -1241,8 +1285,11 @@ class PostgresStorage:
             self._grown = 0
         try:
             conn.execute("ANALYZE (SKIP_LOCKED) memories, vectors, entity_refs")
-            # Fold the GIN index's pending list in: searches scan it row by row.
-            conn.execute("SELECT gin_clean_pending_list('memories_tsv'::regclass)")
+            # Fold the GIN indexes' pending lists in: searches scan them row by row.
+            conn.execute(
+                "SELECT gin_clean_pending_list('memories_tsv'::regclass), "
+                "gin_clean_pending_list('memories_keys_tsv'::regclass)"
+            )
             row = conn.execute(
                 "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"
             ).fetchone()

@@ -89,6 +89,10 @@ def _filter_sql(filters: RecallFilters | None, as_of: datetime | None, params: l
     return " ".join(sql)
 
 
+#: The full-text index of each ``SearchText.field``: (FTS5 table, column of memories).
+_FTS_TABLES = {"content": ("memories_fts", "content"), "keys": ("memories_keys_fts", "keys")}
+
+
 def _fts_query(terms: Sequence[str], strict: bool) -> str:
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
     return (" AND " if strict else " OR ").join(quoted)
@@ -115,6 +119,8 @@ class _Session:
         self._vectors = vectors
         # Vectors written in this (uncommitted) transaction must not enter the index.
         self._wrote_vectors = False
+        # secure_delete as it was before a change of keys turned it on for this transaction.
+        self.secure_delete_was: int | None = None
 
     def run(self, op: ops.Op[R]) -> R:
         if isinstance(op, ops.SearchVectors):
@@ -133,6 +139,13 @@ class _Session:
                 raise StorageError(f"SQLite failed on SearchVectors: {exc}") from exc
         if isinstance(op, ops.PutVectors):
             self._wrote_vectors = True
+        if (
+            isinstance(op, ops.UpdateMemories)
+            and self._write
+            and self.secure_delete_was is None
+            and any("keys" in changes for _, changes in op.updates)
+        ):
+            self.secure_delete_was = int(self._conn.execute("PRAGMA secure_delete").fetchone()[0])
         if isinstance(op, ops.PurgeMemories):
             self._vectors.discard(self._conn, op.mind_id)
         handler = _HANDLERS.get(type(op))
@@ -174,15 +187,22 @@ def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
     # Writers are serialised (BEGIN IMMEDIATE), so the new rows are those past the old max.
     last = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     conn.executemany(_INSERT_MEMORY, [memory_row(m) for m in op.memories])
-    conn.execute(
-        "INSERT INTO memories_fts(rowid, content) SELECT rowid, content FROM memories "
-        "WHERE rowid > ?",
-        (last,),
-    )
+    for table, column in _FTS_TABLES.values():
+        conn.execute(
+            f"INSERT INTO {table}(rowid, {column}) SELECT rowid, {column} FROM memories "
+            "WHERE rowid > ?",
+            (last,),
+        )
 
 
 def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
-    for columns, rows in update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS).items():
+    groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
+    if any("keys" in columns for columns in groups):
+        # Old keys are text of the memory: zero what the change frees (a trigger
+        # re-indexes them), so a later purge leaves no earlier keys in the file.
+        # The transaction puts the setting back when it ends.
+        conn.execute("PRAGMA secure_delete = ON")
+    for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = ?" for c in columns)
         conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
 
@@ -231,8 +251,10 @@ COMMON_MIN_DOCS = 2_000
 COMMON_FRACTION = 0.02
 
 
-def _plan_match(conn: sqlite3.Connection, terms: Sequence[str], strict: bool) -> tuple[str, bool]:
-    """The MATCH expression to search with, and whether to rank it by bm25.
+def _plan_match(
+    conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool
+) -> tuple[str, bool]:
+    """The MATCH expression to search ``table`` with, and whether to rank it by bm25.
 
     Any-term queries drop common words when rarer ones remain. When every word is
     common, the search matches all of them and takes the newest matches unranked,
@@ -246,7 +268,7 @@ def _plan_match(conn: sqlite3.Connection, terms: Sequence[str], strict: bool) ->
         term
         for term in terms
         if conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (_fts_query([term], False), threshold),
         ).fetchone()[0]
         >= threshold
@@ -262,7 +284,8 @@ def _plan_match(conn: sqlite3.Connection, terms: Sequence[str], strict: bool) ->
 def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memory, float]]:
     if not op.terms:
         return []
-    match, ranked = _plan_match(conn, op.terms, op.strict)
+    table = _FTS_TABLES[op.field][0]
+    match, ranked = _plan_match(conn, table, op.terms, op.strict)
     # Ranked: best bm25 first (FTS5 rank = bm25, lower is better). Unranked: newest first.
     order, score = ("rank", "-rank") if ranked else ("rowid DESC", "1.0")
     params: list[Any] = []
@@ -271,23 +294,23 @@ def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Mem
     # ORDER BY ... LIMIT cheap only without a join, so the join comes after.
     pool = max(op.limit * 4, 200)
     rows = conn.execute(
-        f"WITH hits AS (SELECT rowid AS rid, {score} AS score FROM memories_fts "
-        f"WHERE memories_fts MATCH ? ORDER BY {order} LIMIT ?) "
+        f"WITH hits AS (SELECT rowid AS rid, {score} AS score FROM {table} "
+        f"WHERE {table} MATCH ? ORDER BY {order} LIMIT ?) "
         f"SELECT {_MEMORY_SELECT}, hits.score FROM hits JOIN memories m ON m.rowid = hits.rid "
         f"WHERE m.mind_id = ? {where} ORDER BY hits.score DESC, m.rowid DESC LIMIT ?",
         (match, pool, op.mind_id, *params, op.limit),
     ).fetchall()
     if len(rows) < op.limit:
         total = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (match, pool + 1),
         ).fetchone()[0]
         if total > pool:  # filters or other minds hid hits: search them all
             rows = conn.execute(
-                f"SELECT {_MEMORY_SELECT}, {score.replace('rank', 'memories_fts.rank')} "
-                f"FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND m.mind_id = ? {where} "
-                f"ORDER BY {order.replace('rowid', 'memories_fts.rowid')} LIMIT ?",
+                f"SELECT {_MEMORY_SELECT}, {score.replace('rank', f'{table}.rank')} "
+                f"FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
+                f"WHERE {table} MATCH ? AND m.mind_id = ? {where} "
+                f"ORDER BY {order.replace('rowid', f'{table}.rowid')} LIMIT ?",
                 (match, op.mind_id, *params, op.limit),
             ).fetchall()
     return [(memory_from_row(r[:-1]), float(r[-1])) for r in rows]
@@ -356,13 +379,16 @@ def _get_vectors(conn: sqlite3.Connection, op: ops.GetVectors) -> dict[str, np.n
     return found
 
 
-def _missing_vectors(conn: sqlite3.Connection, op: ops.MissingVectors) -> list[tuple[str, str]]:
-    return conn.execute(
-        "SELECT m.id, m.content FROM memories m WHERE m.mind_id = ? AND m.id > ? "
+def _missing_vectors(
+    conn: sqlite3.Connection, op: ops.MissingVectors
+) -> list[tuple[str, str, datetime]]:
+    rows = conn.execute(
+        "SELECT m.id, m.content, m.valid_from FROM memories m WHERE m.mind_id = ? AND m.id > ? "
         "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.mind_id = m.mind_id "
         "AND v.model = ? AND v.dims = ? AND v.memory_id = m.id) ORDER BY m.id LIMIT ?",
         (op.mind_id, op.after_id or "", op.model, op.dims, op.limit),
     ).fetchall()
+    return [(r[0], r[1], from_micros(r[2])) for r in rows]
 
 
 def _count_vectors(conn: sqlite3.Connection, op: ops.CountVectors) -> tuple[int, int]:
@@ -620,7 +646,7 @@ def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
     if not ids:
         return 0
     # Freed pages are zeroed from here to the commit, so no byte of the text stays in
-    # the file; the full-text index is merged so no segment keeps the purged tokens.
+    # the file; the full-text indexes are merged so no segment keeps the purged tokens.
     conn.execute("PRAGMA secure_delete = ON")
     deleted = 0
     for start in range(0, len(ids), 500):
@@ -634,7 +660,8 @@ def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
         deleted += conn.execute(
             f"DELETE FROM memories WHERE mind_id = ? AND id IN ({marks})", args
         ).rowcount
-    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+    for table, _ in _FTS_TABLES.values():
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
     return deleted
 
 
@@ -785,16 +812,22 @@ class SQLiteStorage:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot begin a transaction on {self.path}: {exc}") from exc
+            session = _Session(conn, write, self._vectors)
             try:
-                yield _Session(conn, write, self._vectors)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
-                raise StorageError(f"commit failed on {self.path}: {exc}") from exc
+                try:
+                    yield session
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    conn.execute("ROLLBACK")
+                    raise StorageError(f"commit failed on {self.path}: {exc}") from exc
+            finally:
+                if session.secure_delete_was is not None:  # after the commit, which flushes
+                    # the full-text indexes: put back what the connection had.
+                    conn.execute(f"PRAGMA secure_delete = {session.secure_delete_was}")
 
     def reclaim(self) -> None:
         """After a purge: copy the write-ahead log into the file and empty it.

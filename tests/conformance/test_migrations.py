@@ -19,9 +19,12 @@ import psycopg
 import pytest
 
 import noema
+from concepts import Memory, RecallFilters
+from conformance.test_storage_contract import make_memory
 from noema.errors import RuntimeFailure
 from noema.ids import new_id
 from noema.storage import open_storage, ops
+from noema.storage._rows import MEMORY_COLUMNS, memory_row
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
@@ -56,6 +59,20 @@ class MigrationProbe(Protocol):
     def add_mind(self, url: str, mind_id: str, name: str) -> None:
         """Write a mind row with plain SQL (the ``minds`` table exists from migration 1)."""
         ...
+
+    def add_old_memory(self, url: str, memory: Memory) -> None:
+        """Write a memory as Noema wrote it before migration 4 (no ``keys``), text index too."""
+        ...
+
+    def check_text_indexes(self, url: str) -> None:
+        """Fail when a full-text index disagrees with the rows it indexes."""
+        ...
+
+
+def _old_row(memory: Memory) -> dict[str, Any]:
+    row = dict(zip(MEMORY_COLUMNS, memory_row(memory), strict=True))
+    del row["keys"]
+    return row
 
 
 def _sqlite_path(url: str) -> str:
@@ -117,6 +134,24 @@ class SQLiteProbe:
                 "INSERT INTO minds (id, name, created_at) VALUES (?, ?, ?)",
                 (mind_id, name, 1_700_000_000_000_000),
             )
+
+    def add_old_memory(self, url: str, memory: Memory) -> None:
+        row = _old_row(memory)
+        with closing(self._connect(url)) as conn:
+            conn.execute(
+                f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+                tuple(row.values()),
+            )
+            conn.execute(
+                "INSERT INTO memories_fts(rowid, content) "
+                "SELECT rowid, content FROM memories WHERE id = ?",
+                (memory.id,),
+            )
+
+    def check_text_indexes(self, url: str) -> None:
+        with closing(self._connect(url)) as conn:
+            for table in ("memories_fts", "memories_keys_fts"):
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
 
 
 def _sqlite_probe() -> MigrationProbe:
@@ -193,6 +228,40 @@ class PostgresProbe:
                 "INSERT INTO minds (id, name, created_at) VALUES (%s, %s, %s)",
                 (mind_id, name, 1_700_000_000_000_000),
             )
+
+    def add_old_memory(self, url: str, memory: Memory) -> None:
+        from noema.storage.postgres import token_count
+
+        row = _old_row(memory)
+        with self._connect(url) as conn:
+            conn.execute(
+                f"INSERT INTO memories ({', '.join(row)}) "  # type: ignore[arg-type]
+                f"VALUES ({', '.join('%s' for _ in row)})",
+                tuple(row.values()),
+            )
+            conn.execute(
+                "INSERT INTO text_stats (mind_id, documents, tokens) VALUES (%s, 1, %s) "
+                "ON CONFLICT (mind_id) DO UPDATE SET documents = text_stats.documents + 1, "
+                "tokens = text_stats.tokens + excluded.tokens",
+                (memory.mind_id, token_count(memory.content)),
+            )
+
+    def check_text_indexes(self, url: str) -> None:
+        """BM25's statistics are those of the rows (generated columns follow by themselves)."""
+        from noema.storage.postgres import token_count
+
+        with self._connect(url) as conn:
+            rows = conn.execute("SELECT content, keys FROM memories").fetchall()
+            stats = conn.execute(
+                "SELECT coalesce(sum(documents), 0), coalesce(sum(tokens), 0), "
+                "coalesce(sum(keys_tokens), 0) FROM text_stats"
+            ).fetchone()
+        assert stats is not None
+        assert tuple(int(n) for n in stats) == (
+            len(rows),
+            sum(token_count(content) for content, _ in rows),
+            sum(token_count(keys) for _, keys in rows),
+        )
 
 
 def _postgres_probe() -> MigrationProbe:
@@ -378,3 +447,55 @@ def test_a_failing_migration_raises_migration_error(
     monkeypatch.setattr(patched_migrations, [*probe.migrations, broken])
     with pytest.raises(noema.MigrationError):
         open_storage(store_url)
+
+
+#: The migration that gave memories their expansion keys and the keys their index.
+KEYS_MIGRATION = 4
+
+
+def test_the_keys_migration_keeps_old_memories_searchable_and_gives_them_empty_keys(
+    probe: MigrationProbe, store_url: str
+) -> None:
+    if len(probe.migrations) < KEYS_MIGRATION:
+        pytest.skip("this backend has no keys migration")
+    probe.build(store_url, KEYS_MIGRATION - 1)
+    mind_id = new_id(NOW)
+    probe.add_mind(store_url, mind_id, "old mind")
+    old = [
+        make_memory(mind_id, "the old ferry timetable", at=NOW),
+        make_memory(mind_id, "an old note on the river", at=NOW),
+        make_memory(mind_id, "gone before the keys came", at=NOW),
+    ]
+    for memory in old:
+        probe.add_old_memory(store_url, memory)
+
+    storage = open_storage(store_url)
+    try:
+        assert storage.schema_version() == probe.migrations[-1][0]
+
+        def search(terms: list[str], field: Any = "content") -> list[str]:
+            op = ops.SearchText(mind_id, terms, False, RecallFilters(), None, 10, field)
+            with storage.transaction(write=False) as session:
+                return [m.id for m, _ in session.run(op)]
+
+        with storage.transaction(write=False) as session:
+            stored = session.run(ops.GetMemories(mind_id, [m.id for m in old]))
+        assert sorted(stored, key=lambda m: m.id) == sorted(old, key=lambda m: m.id)
+        assert all(m.keys == "" for m in stored)
+        assert search(["ferry"]) == [old[0].id]
+        assert search(["old"]) != [] and search(["ferry"], "keys") == []
+        # Old memories take keys, new ones come with theirs, a purge takes both away.
+        new = make_memory(mind_id, "a new memory", at=NOW, keys="ferry timetable")
+        with storage.transaction() as session:
+            session.run(ops.UpdateMemories(mind_id, [(old[1].id, {"keys": "river elbe"})]))
+            session.run(ops.InsertMemories([new]))
+        assert search(["elbe"], "keys") == [old[1].id]
+        assert search(["ferry"], "keys") == [new.id]
+        assert search(["ferry"]) == [old[0].id]
+        with storage.transaction() as session:
+            assert session.run(ops.PurgeMemories(mind_id, [old[2].id, old[1].id])) == 2
+        storage.reclaim()
+        assert search(["elbe"], "keys") == [] and search(["gone"]) == []
+    finally:
+        storage.close()
+    probe.check_text_indexes(store_url)

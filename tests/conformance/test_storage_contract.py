@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -38,6 +38,8 @@ from noema.storage import Storage, open_storage, ops
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 DAY = timedelta(days=1)
+Field = Literal["content", "keys"]
+FIELDS: tuple[Field, ...] = ("content", "keys")
 
 
 # ---------------------------------------------------------------- helpers
@@ -203,6 +205,7 @@ def test_insert_and_get_round_trip_every_field_exactly(storage: Storage) -> None
         origin_event=new_id(T0),
         feedback_count=3,
         feedback_mean=-1 / 3,
+        keys='Ada Lovelace 2025-03-04 ünïcödé "quoted" key-phrase',
     )
     bare = make_memory(mind_id, "bare", at=T0 + DAY)
     write(storage, ops.InsertMemories([full, bare]))
@@ -213,6 +216,7 @@ def test_insert_and_get_round_trip_every_field_exactly(storage: Storage) -> None
     assert_same_memory(got[bare.id], bare)
     assert got[bare.id].tags == () and got[bare.id].payload == {}
     assert got[bare.id].summary is None and got[bare.id].key is None
+    assert got[bare.id].keys == ""
 
 
 def test_get_memories_skips_unknown_ids_and_accepts_empty_input(storage: Storage) -> None:
@@ -246,6 +250,7 @@ def test_update_memories_changes_every_mutable_field(storage: Storage) -> None:
         "access_count": 42,
         "feedback_count": 2,
         "feedback_mean": -0.75,
+        "keys": "rebuilt expansion keys",
     }
     assert set(changes) == ops.MUTABLE_FIELDS
     write(
@@ -343,8 +348,9 @@ def search(
     filters: RecallFilters | None = None,
     as_of: datetime | None = None,
     limit: int = 50,
+    field: Field = "content",
 ) -> list[tuple[Memory, float]]:
-    op = ops.SearchText(mind_id, terms, strict, filters or RecallFilters(), as_of, limit)
+    op = ops.SearchText(mind_id, terms, strict, filters or RecallFilters(), as_of, limit, field)
     result: list[tuple[Memory, float]] = read(storage, op)
     return result
 
@@ -564,6 +570,228 @@ def test_search_text_finds_a_weak_hit_that_only_the_filters_admit(storage: Stora
         storage, mind_id, ["nebula"], filters=RecallFilters(kinds=(MemoryKind.SEMANTIC,)), limit=5
     )
     assert [m.id for m, _ in hits] == [weak.id]
+
+
+# ---------------------------------------------------------------- expansion keys
+
+
+def keyed(mind_id: str, keys: str, *, at: datetime = T0, **fields: Any) -> Memory:
+    """A memory whose ``keys`` hold ``keys`` and whose content shares none of their words."""
+    return make_memory(
+        mind_id, fields.pop("content", f"plain note {new_id(at)}"), at=at, keys=keys, **fields
+    )
+
+
+def test_keys_are_searched_apart_from_content(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    by_keys = keyed(mind_id, "acme quarterly review 2025-03-04", content="the meeting went well")
+    by_content = make_memory(mind_id, "acme quarterly numbers are in")
+    neither = keyed(mind_id, "garden weather")
+    theirs = keyed(other, "acme quarterly", content="acme elsewhere")
+    write(storage, ops.InsertMemories([by_keys, by_content, neither, theirs]))
+    hits = search(storage, mind_id, ["acme"], field="keys")
+    assert [m.id for m, _ in hits] == [by_keys.id]
+    assert_same_memory(hits[0][0], by_keys)
+    assert all(isinstance(rank, float) and rank > 0 for _, rank in hits)
+    assert [m.id for m, _ in search(storage, mind_id, ["acme"])] == [by_content.id]
+    assert search(storage, mind_id, ["meeting"], field="keys") == []
+    assert [m.id for m, _ in search(storage, mind_id, ["meeting"])] == [by_keys.id]
+    # Keys are tokenised as content is: punctuation separates, stems match.
+    assert [m.id for m, _ in search(storage, mind_id, ["2025"], field="keys")] == [by_keys.id]
+    assert [m.id for m, _ in search(storage, mind_id, ["reviews"], field="keys")] == [by_keys.id]
+    assert search(storage, mind_id, [], field="keys") == []
+    assert [m.id for m, _ in search(storage, other, ["acme"], field="keys")] == [theirs.id]
+
+
+def test_search_keys_any_term_versus_every_term(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    both = keyed(mind_id, "apple banana smoothie")
+    apple = keyed(mind_id, "apple pie")
+    banana = keyed(mind_id, "banana bread", content="apple in the content only")
+    write(storage, ops.InsertMemories([both, apple, banana]))
+    any_hits = {m.id for m, _ in search(storage, mind_id, ["apple", "banana"], field="keys")}
+    assert any_hits == {both.id, apple.id, banana.id}
+    strict = search(storage, mind_id, ["apple", "banana"], strict=True, field="keys")
+    assert [m.id for m, _ in strict] == [both.id]
+    assert search(storage, mind_id, ["apple", "cherry"], strict=True, field="keys") == []
+
+
+def bm25_reference(documents: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """Okapi BM25 of each document (its tokens) as FTS5 defines it: k1 = 1.2, b = 0.75."""
+    import math
+
+    total = len(documents)
+    average = sum(len(d) for d in documents) / total
+    scores = []
+    for doc in documents:
+        score = 0.0
+        for term in query:
+            hits = sum(1 for d in documents if term in d)
+            idf = math.log((total - hits + 0.5) / (hits + 0.5))
+            idf = idf if idf > 0 else 1e-6
+            tf = doc.count(term)
+            score += idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * len(doc) / average))
+        scores.append(score)
+    return scores
+
+
+#: Keys of a small shared case (words no stemmer changes), and some memories without keys.
+RANKED_KEYS = [
+    "zephyr zephyr quasar",
+    "zephyr alpha beta gamma delta orbit",
+    "quasar orbit",
+    "zephyr quasar nebula orbit alpha",
+    "nebula",
+    "",
+    "",
+]
+
+
+@pytest.mark.parametrize("query", [["zephyr"], ["zephyr", "quasar"], ["quasar", "nebula"]])
+def test_search_keys_ranks_by_bm25_over_the_keys_index(storage: Storage, query: list[str]) -> None:
+    """Every backend gives the same ranks: BM25 over the keys alone, whatever the content."""
+    mind_id = ensure_mind(storage, "m")
+    memories = [
+        keyed(mind_id, k, at=T0 + i * DAY, content=f"zephyr filler words {'x ' * i}{i}")
+        for i, k in enumerate(RANKED_KEYS)
+    ]
+    write(storage, ops.InsertMemories(memories))
+    expected = bm25_reference([k.split() for k in RANKED_KEYS], query)
+    ranked = sorted(
+        ((score, m.id) for score, m in zip(expected, memories, strict=True) if score > 0),
+        key=lambda pair: -pair[0],
+    )
+    hits = search(storage, mind_id, query, field="keys")
+    assert [m.id for m, _ in hits] == [i for _, i in ranked]
+    assert [rank for _, rank in hits] == pytest.approx([score for score, _ in ranked], rel=1e-9)
+
+
+@pytest.fixture
+def keyed_store(storage: Storage) -> tuple[Storage, str, list[Memory]]:
+    """The filter data set with ``mistral`` in the keys of every memory and in no content."""
+    mind_id = ensure_mind(storage, "filters")
+    memories = [
+        m.model_copy(update={"keys": f"mistral wind {i}" + " gust" * i})
+        for i, m in enumerate(filter_dataset(mind_id))
+    ]
+    other = ensure_mind(storage, "other")
+    theirs = [m.model_copy(update={"keys": "mistral"}) for m in filter_dataset(other)]
+    write(storage, ops.InsertMemories(memories), ops.InsertMemories(theirs))
+    return storage, mind_id, memories
+
+
+@pytest.mark.parametrize(
+    ("label", "filters", "as_of"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES]
+)
+def test_search_keys_honours_filters_and_as_of(
+    keyed_store: tuple[Storage, str, list[Memory]],
+    label: str,
+    filters: RecallFilters,
+    as_of: datetime | None,
+) -> None:
+    storage, mind_id, memories = keyed_store
+    expected = {m.id for m in memories if expected_match(m, filters, as_of)}
+    hits = search(storage, mind_id, ["mistral"], filters=filters, as_of=as_of, field="keys")
+    assert {m.id for m, _ in hits} == expected, label
+    ranks = [rank for _, rank in hits]
+    assert ranks == sorted(ranks, reverse=True)
+    assert search(storage, mind_id, ["zephyr"], filters=filters, as_of=as_of, field="keys") == []
+    assert search(storage, mind_id, ["mistral"], filters=filters, as_of=as_of) == []
+
+
+def test_updating_keys_reindexes_them(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    memory = keyed(mind_id, "oldkey alpha")
+    fresh = keyed(mind_id, "", at=T0 + DAY)
+    write(storage, ops.InsertMemories([memory, fresh]))
+    write(storage, ops.UpdateMemories(mind_id, [(memory.id, {"keys": "newkey beta beta"})]))
+    assert search(storage, mind_id, ["oldkey"], field="keys") == []
+    [(found, _)] = search(storage, mind_id, ["newkey"], field="keys")
+    assert_same_memory(found, memory.model_copy(update={"keys": "newkey beta beta"}))
+    # A change rolled back leaves the index as it was.
+    with pytest.raises(RuntimeError), storage.transaction() as session:
+        session.run(ops.UpdateMemories(mind_id, [(memory.id, {"keys": "ghost"})]))
+        assert (
+            len(
+                session.run(
+                    ops.SearchText(mind_id, ["ghost"], False, RecallFilters(), None, 9, "keys")
+                )
+            )
+            == 1
+        )
+        raise RuntimeError("abort")
+    assert search(storage, mind_id, ["ghost"], field="keys") == []
+    # Two changes of one memory in one op: the last one stands; other fields unchanged.
+    write(
+        storage,
+        ops.UpdateMemories(
+            mind_id,
+            [
+                (memory.id, {"keys": "first"}),
+                (fresh.id, {"keys": "beta"}),
+                (memory.id, {"keys": "second beta", "importance": 0.75}),
+            ],
+        ),
+    )
+    assert search(storage, mind_id, ["first"], field="keys") == []
+    assert search(storage, mind_id, ["newkey"], field="keys") == []
+    hits = search(storage, mind_id, ["beta"], field="keys")
+    assert {m.id for m, _ in hits} == {memory.id, fresh.id}
+    [stored] = read(storage, ops.GetMemories(mind_id, [memory.id]))
+    assert (stored.keys, stored.importance, stored.content) == ("second beta", 0.75, memory.content)
+    # The statistics follow the changes: ranks are those of the keys now held.
+    expected = bm25_reference([["second", "beta"], ["beta"]], ["beta"])
+    assert [rank for _, rank in hits] == pytest.approx(sorted(expected, reverse=True), rel=1e-9)
+    assert [m.id for m, _ in hits] == [fresh.id, memory.id]
+    # Content search never saw any of it.
+    assert search(storage, mind_id, ["beta"]) == []
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_word_in_most_memories_is_searched_by_the_common_word_plan(
+    storage: Storage, field: Field
+) -> None:
+    """Past 2,000 matches a word is common: any-term drops it, alone it gives the newest."""
+    mind_id = ensure_mind(storage, "m")
+
+    def memory(i: int, text: str) -> Memory:
+        at = T0 + i * timedelta(seconds=1)
+        if field == "keys":
+            return keyed(mind_id, text, at=at, content=f"plain note {i}")
+        return make_memory(mind_id, text, at=at)
+
+    crowd = [memory(i, f"everyday word{i}") for i in range(2_050)]
+    rare = memory(2_050, "everyday rareword")
+    newest = memory(2_051, "everyday thing")
+    write(storage, ops.InsertMemories([*crowd, rare, newest]))
+    hits = search(storage, mind_id, ["everyday", "rareword"], field=field)
+    assert [m.id for m, _ in hits] == [rare.id]
+    hits = search(storage, mind_id, ["everyday"], field=field, limit=3)
+    assert [m.id for m, _ in hits] == [newest.id, rare.id, crowd[-1].id]
+    strict = search(storage, mind_id, ["everyday", "rareword"], strict=True, field=field)
+    assert [m.id for m, _ in strict] == [rare.id]
+
+
+def test_purge_removes_keys_from_their_index(storage: Storage) -> None:
+    mind, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    gone = keyed(mind, "zanzibar quux")
+    rekeyed = keyed(mind, "quuxold", at=T0 + DAY)
+    kept = keyed(mind, "garden quux", at=T0 + 2 * DAY)
+    theirs = keyed(other, "zanzibar quux")
+    plain = [keyed(mind, "", at=T0 + i * timedelta(seconds=1)) for i in range(3)]
+    write(storage, ops.InsertMemories([gone, rekeyed, kept, theirs, *plain]))
+    write(storage, ops.UpdateMemories(mind, [(rekeyed.id, {"keys": "zanzibar later"})]))
+    with storage.transaction() as session:
+        assert session.run(ops.PurgeMemories(mind, [gone.id, rekeyed.id])) == 2
+    storage.reclaim()
+    assert search(storage, mind, ["zanzibar"], field="keys") == []
+    assert search(storage, mind, ["quuxold"], field="keys") == []
+    assert [m.id for m, _ in search(storage, mind, ["quux"], field="keys")] == [kept.id]
+    assert [m.id for m, _ in search(storage, other, ["zanzibar"], field="keys")] == [theirs.id]
+    # What is left ranks as if the purged memories had never been written.
+    expected = bm25_reference([["garden", "quux"], ["zanzibar", "quux"], [], [], []], ["quux"])
+    [(_, rank)] = search(storage, mind, ["quux"], field="keys")
+    assert rank == pytest.approx(expected[0], rel=1e-9)
 
 
 # ---------------------------------------------------------------- scans and counts
@@ -1165,14 +1393,14 @@ def test_missing_and_counted_vectors_follow_model_and_dimensions(storage: Storag
     assert read(storage, ops.CountVectors(mind, "v", 2)) == (0, 5)
     write(storage, ops.PutVectors(mind, "v", [ids[1], ids[3]], unit([[1, 0], [0, 1]])))
     missing = read(storage, ops.MissingVectors(mind, "v", 2))
+    by = by_id(memories)
     assert missing == [
-        (i, next(m.content for m in memories if m.id == i))
-        for i in ids
-        if i not in (ids[1], ids[3])
+        (i, by[i].content, by[i].valid_from) for i in ids if i not in (ids[1], ids[3])
     ]
+    assert all(valid_from.utcoffset() == timedelta(0) for _, _, valid_from in missing)
     page = read(storage, ops.MissingVectors(mind, "v", 2, after_id=ids[0], limit=1))
-    assert [i for i, _ in page] == [ids[2]]
-    assert [i for i, _ in read(storage, ops.MissingVectors(mind, "v", 3))] == ids
+    assert [i for i, _, _ in page] == [ids[2]]
+    assert [i for i, _, _ in read(storage, ops.MissingVectors(mind, "v", 3))] == ids
     assert read(storage, ops.CountVectors(mind, "v", 2)) == (2, 5)
     assert read(storage, ops.CountVectors(mind, "other", 2)) == (0, 5)
 
