@@ -40,6 +40,7 @@ def write(url: str, writer: int, count: int, batch: int) -> float:
     start = time.perf_counter()
     with Mind.open(url, MIND, embedder=EMBEDDER) as mind:
         mind.remember_many(items, batch_size=batch)
+        mind.wait_for_embeddings()  # a bulk write is embedded after it commits
     return time.perf_counter() - start
 
 

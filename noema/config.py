@@ -16,6 +16,7 @@ from noema.errors import ConfigError, from_validation
 __all__ = [
     "DEFAULT_MIND",
     "DEFAULT_WEIGHTS",
+    "DeepConfig",
     "JobsConfig",
     "MindConfig",
     "RecallWeights",
@@ -25,8 +26,10 @@ __all__ = [
 ]
 
 DEFAULT_MIND = "default"
-#: ``minilm`` when the embeddings extra is installed, else none (noema.embeddings).
+#: The best installed embedder: e5 in the base install (noema.embeddings).
 DEFAULT_EMBEDDER = "auto"
+#: The best installed reranker for deep recall (noema.memory.rerank).
+DEFAULT_RERANKER = "auto"
 DEFAULT_MIN_CONFIDENCE = 0.5
 DEFAULT_HALF_LIFE_DAYS = 14.0
 DEFAULT_RECENCY_DAYS = 30.0
@@ -38,6 +41,13 @@ DEFAULT_REFLECT_SECONDS = 1_800.0
 DEFAULT_EMBED_MISSING_SECONDS = 600.0
 DEFAULT_LEASE_SECONDS = 300.0
 DEFAULT_RRF_K = 60
+DEFAULT_DEEP_POOL = 100
+DEFAULT_EMBED_INLINE_MAX = 64
+DEFAULT_DEEP_WEIGHT = 1.0
+
+
+#: Signals left out of a result's components while their weight is 0.
+OPTIONAL_SIGNALS = ("graph", "keys", "entity", "time", "dated")
 
 
 class RecallWeights(BaseModel):
@@ -45,13 +55,17 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    text: float = Field(default=0.30, ge=0.0, le=1.0, allow_inf_nan=False)
-    vector: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
-    recency: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    text: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
+    vector: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency: float = Field(default=0.025, ge=0.0, le=1.0, allow_inf_nan=False)
     activation: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     importance: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     credibility: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     graph: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    keys: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    entity: float = Field(default=0.60, ge=0.0, le=1.0, allow_inf_nan=False)
+    time: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    dated: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
         """The weights in use: without vectors the vector weight moves to text.
@@ -59,16 +73,28 @@ class RecallWeights(BaseModel):
         A zero graph weight is left out, so the graph lane adds candidates only.
         """
         weights = self.model_dump()
-        if not weights["graph"]:
-            del weights["graph"]
+        for optional in OPTIONAL_SIGNALS:
+            if not weights[optional]:
+                del weights[optional]
         if not vectors:
             weights["text"] = round(weights["text"] + weights.pop("vector"), 12)
         return weights
 
 
-#: Text 0.30, vector 0.40, recency, activation, importance and credibility 0.05 each
-#: (measured on LoCoMo, ADR 0008); without vectors, text 0.70.
+#: Fitted on LoCoMo by leave-one-conversation-out (ADR 0013); activation, importance,
+#: credibility and keys cannot be fitted there and keep set values. Without vectors
+#: the vector weight moves to text.
 DEFAULT_WEIGHTS = RecallWeights()
+
+
+class DeepConfig(BaseModel):
+    """Deep recall (``depth="deep"``): how many fused candidates the reranker sees,
+    and the weight of its spread score (the ``rerank`` component)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pool: int = Field(default=DEFAULT_DEEP_POOL, ge=1, le=1_000)
+    weight: float = Field(default=DEFAULT_DEEP_WEIGHT, ge=0.0, le=10.0, allow_inf_nan=False)
 
 
 class WritePolicy(BaseModel):
@@ -91,15 +117,22 @@ class MindConfig(BaseModel):
 
     ``fusion`` is the default way lanes combine (``weighted`` sum or ``rrf``);
     ``embed_on_write`` embeds new memories inline (else the ``embed-missing`` job
-    does it later).
+    does it later); a ``remember_many`` of more than ``embed_inline_max`` items
+    commits first and is embedded in the background (``Mind.wait_for_embeddings``).
+    ``newer_wins``: of two memories that give different values
+    of one fact, the newer ranks above the older in normal recall. ``deep``:
+    the pool and weight of deep recall's reranker.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     weights: RecallWeights = DEFAULT_WEIGHTS
+    deep: DeepConfig = DeepConfig()
+    newer_wins: bool = True
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(default=DEFAULT_RRF_K, ge=1, le=10_000)
     embed_on_write: bool = True
+    embed_inline_max: int = Field(default=DEFAULT_EMBED_INLINE_MAX, ge=0, le=1_000_000)
     policy: WritePolicy = WritePolicy()
     half_life_days: float = Field(default=DEFAULT_HALF_LIFE_DAYS, gt=0)
     recency_days: float = Field(default=DEFAULT_RECENCY_DAYS, gt=0)
@@ -164,6 +197,7 @@ class Settings(BaseModel):
     database_url: str | None = None
     mind: str = DEFAULT_MIND
     embedder: str = DEFAULT_EMBEDDER
+    reranker: str = DEFAULT_RERANKER
     memory: MindConfig = MindConfig()
     minds: dict[str, MindConfig] = Field(default_factory=dict)
     jobs: JobsConfig = JobsConfig()
@@ -191,7 +225,7 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from ``NOEMA_CONFIG`` (a TOML file) and ``NOEMA_DATABASE_URL``,
-        ``NOEMA_MIND``, ``NOEMA_EMBEDDER``, which override the file."""
+        ``NOEMA_MIND``, ``NOEMA_EMBEDDER``, ``NOEMA_RERANKER``, which override the file."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         path = env.get("NOEMA_CONFIG")
@@ -208,6 +242,8 @@ class Settings(BaseModel):
             data["mind"] = env["NOEMA_MIND"]
         if env.get("NOEMA_EMBEDDER"):
             data["embedder"] = env["NOEMA_EMBEDDER"]
+        if env.get("NOEMA_RERANKER"):
+            data["reranker"] = env["NOEMA_RERANKER"]
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -41,7 +42,8 @@ from noema.memory.decay import DecayReport, run_decay
 from noema.memory.policy import apply_secret_policy
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.recall import Recaller
-from noema.memory.reconciler import Reconciler, entity_refs
+from noema.memory.reconciler import Reconciler, entity_refs, memory_keys
+from noema.memory.rerank import Reranker, as_reranker, load_reranker
 from noema.memory.transfer import (
     ExportData,
     export_lines,
@@ -77,6 +79,7 @@ def recall_query(
     fusion: str | None = None,
     explore: bool = False,
     seed: int | None = None,
+    depth: str = "fast",
     **filter_fields: Any,
 ) -> RecallQuery:
     """A validated ``RecallQuery``; ``InvalidInput`` names the first bad field."""
@@ -94,9 +97,75 @@ def recall_query(
             fusion=fusion,
             explore=explore,
             seed=seed,
+            depth=depth,
         )
     except ValidationError as exc:
         raise from_validation(exc) from None
+
+
+class BackgroundEmbedding:
+    """A thread that runs a mind's ``embed_missing`` after bulk writes.
+
+    ``start`` while it runs makes it go round once more (new memories came in);
+    ``stop`` ends it after the batch in hand. Batches are small, so a stop is quick.
+    """
+
+    BATCH = 64
+
+    def __init__(self, mind: Mind) -> None:
+        self._mind = mind
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._again = threading.Event()
+        self._state: tuple[int, int] = (0, 0)
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            self._again.set()
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop.clear()
+            self._error = None
+            self._thread = threading.Thread(
+                target=self._run, name=f"noema-embed-{self._mind.name}", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while self._again.is_set() and not self._stop.is_set():
+                self._again.clear()
+                self._mind.embed_missing(self._progress, batch=self.BATCH, stop=self._stop)
+        except BaseException as exc:  # kept for ``wait``; the embed-missing job retries later
+            self._error = exc
+
+    def _progress(self, done: int, total: int) -> None:
+        self._state = (done, total)
+
+    def wait(self, progress: Progress | None, timeout: float | None) -> bool:
+        thread = self._thread
+        if thread is not None:
+            step = 0.2 if progress is not None else timeout
+            waited = 0.0
+            while thread.is_alive() and (timeout is None or waited < timeout):
+                thread.join(step)
+                waited += step or 0.0
+                if progress is not None:
+                    progress(*self._state)
+            if thread.is_alive():
+                return False
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join()
 
 
 class Mind:
@@ -114,15 +183,20 @@ class Mind:
         clock: Clock | None = None,
         owns_storage: bool = True,
         embedder: Embedder | Embeddings | None = None,
+        reranker: Reranker | Any = None,
     ) -> None:
         self.storage = storage
         self.info = info
         self.config = config or MindConfig()
         self.clock: Clock = clock or SystemClock()
         self.embedder = None if embedder is None else as_embedder(embedder)
+        self.reranker = None if reranker is None else as_reranker(reranker)
         self._owns_storage = owns_storage
         self._reconciler = Reconciler(storage, info, self.config, self.clock, self.embedder)
-        self._recaller = Recaller(storage, info, self.config, self.clock, self.embedder)
+        self._background = BackgroundEmbedding(self)
+        self._recaller = Recaller(
+            storage, info, self.config, self.clock, self.embedder, self.reranker
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -136,6 +210,7 @@ class Mind:
         clock: Clock | None = None,
         settings: Settings | None = None,
         embedder: Embedder | Embeddings | str | None = None,
+        reranker: Reranker | Any | str | None = None,
     ) -> Mind:
         """Open (creating when missing) the mind ``name`` in the store at ``url``.
 
@@ -143,11 +218,16 @@ class Mind:
         data directory. Without ``name``: ``NOEMA_MIND``, else ``"default"``.
         ``embedder`` is an ``Embedder``, any LangChain ``Embeddings`` with a
         ``model_name``, or a name (``"minilm"``, ``"hash"``, ``"none"``); without
-        it, ``NOEMA_EMBEDDER``, else ``auto`` (minilm when installed).
+        it, ``NOEMA_EMBEDDER``, else ``auto`` (the best installed: e5 in the base
+        install). ``reranker`` (deep recall) is a ``Reranker``, any LangChain
+        ``BaseDocumentCompressor``, or a name; without it, ``NOEMA_RERANKER``,
+        else ``auto``.
         """
         settings = settings or Settings.from_env()
         if embedder is None or isinstance(embedder, str):
             embedder = load_embedder(embedder if embedder is not None else settings.embedder)
+        if reranker is None or isinstance(reranker, str):
+            reranker = load_reranker(reranker if reranker is not None else settings.reranker)
         name = name if name is not None else settings.mind
         name = name.strip()
         if not name or len(name) > 100 or any(ord(c) < 32 for c in name):
@@ -167,10 +247,14 @@ class Mind:
             config=config or settings.mind_config(name),
             clock=clock,
             embedder=embedder,
+            reranker=reranker,
         )
 
     def close(self) -> None:
-        """Close the store (when this mind opened it)."""
+        """Stop background embedding after its current batch, then close the store
+        (when this mind opened it). What is left unembedded, ``embed_missing`` (the
+        ``embed-missing`` job, ``noema embed-missing``) finishes later."""
+        self._background.stop()
         if self._owns_storage:
             self.storage.close()
 
@@ -272,12 +356,22 @@ class Mind:
         self._reconciler.check_policy(inputs, force=force)
         self._reconciler.check_links(inputs)
         size = batch_size or self.config.batch_size
+        # A bulk write commits first and embeds after, in the background.
+        later = (
+            self.embedder is not None
+            and self.config.embed_on_write
+            and len(inputs) > self.config.embed_inline_max
+        )
         written: list[Memory] = []
         for start in range(0, len(inputs), size):
             batch = inputs[start : start + size]
-            written.extend(self._reconciler.remember(batch, force=force, checked=True))
+            written.extend(
+                self._reconciler.remember(batch, force=force, checked=True, embed=not later)
+            )
             if progress is not None:
                 progress(len(written), len(inputs))
+        if later:
+            self._background.start()
         return written
 
     def check_policy(
@@ -408,6 +502,7 @@ class Mind:
         fusion: str | None = None,
         explore: bool = False,
         seed: int | None = None,
+        depth: str = "fast",
         **filter_fields: Any,
     ) -> list[RecallResult]:
         """Recall memories for ``query``, each with the components of its score.
@@ -418,6 +513,8 @@ class Mind:
         one ``RecallQuery``. Unless ``peek``, every returned memory is reinforced
         and a ``memory_retrieved`` event logged. ``fusion`` (``weighted`` or
         ``rrf``) overrides the mind's default; ``explore`` adds Thompson sampling.
+        ``depth="deep"`` reranks a wide pool of the fused ranking with the mind's
+        reranker, shown as the ``rerank`` component (slower: see ``reranker``).
         """
         if not isinstance(query, RecallQuery):
             query = recall_query(
@@ -430,6 +527,7 @@ class Mind:
                 fusion=fusion,
                 explore=explore,
                 seed=seed,
+                depth=depth,
                 **filter_fields,
             )
         return self._recaller.recall(query)
@@ -552,11 +650,28 @@ class Mind:
 
     # ------------------------------------------------------------ maintenance
 
-    def embed_missing(self, progress: Progress | None = None, *, batch: int = 256) -> int:
+    def wait_for_embeddings(
+        self, progress: Progress | None = None, *, timeout: float | None = None
+    ) -> bool:
+        """Wait until background embedding (of bulk ``remember_many`` writes) is done.
+
+        Returns False when ``timeout`` (seconds) ran out first. An error of the
+        background embedder is raised here.
+        """
+        return self._background.wait(progress, timeout)
+
+    def embed_missing(
+        self,
+        progress: Progress | None = None,
+        *,
+        batch: int = 256,
+        stop: threading.Event | None = None,
+    ) -> int:
         """Embed every memory that has no vector under the configured model; returns how many.
 
         Idempotent and safe beside writers: each batch is embedded outside any
-        transaction and stored in its own. ``progress(done, total)`` follows it.
+        transaction and stored in its own. ``progress(done, total)`` follows it;
+        ``stop``, once set, ends it after the current batch.
         """
         if self.embedder is None:
             raise ConfigError("no embedder is configured (set NOEMA_EMBEDDER, e.g. minilm or hash)")
@@ -566,14 +681,14 @@ class Mind:
         todo, done, after = total - have, 0, None
         if progress:
             progress(0, todo)
-        while True:
+        while stop is None or not stop.is_set():
             with self.storage.transaction(write=False) as session:
                 rows = session.run(ops.MissingVectors(self.id, model, dims, after, batch))
             if not rows:
                 break
-            vectors = self.embedder.documents([content for _, content in rows])
+            vectors = self.embedder.memories([(content, when) for _, content, when in rows])
             with self.storage.transaction() as session:
-                session.run(ops.PutVectors(self.id, model, [i for i, _ in rows], vectors))
+                session.run(ops.PutVectors(self.id, model, [i for i, _, _ in rows], vectors))
             done += len(rows)
             after = rows[-1][0]
             if progress:
@@ -581,11 +696,13 @@ class Mind:
         return done
 
     def reindex(self, progress: Progress | None = None, *, batch: int = 1_000) -> int:
-        """Link every memory to the entities its content refers to; returns how many were read.
+        """Rebuild every memory's entity links and expanded keys; returns how many were read.
 
-        New memories are linked as they are written; this brings memories written
-        before entity extraction existed (schema version 3) into the graph lane.
-        Idempotent: existing links are kept, none is duplicated.
+        New memories get both as they are written; this brings memories written
+        before entity extraction (schema version 3) or key expansion (version 4)
+        existed into the graph and keys lanes, and refreshes keys after the
+        expansion changes. Idempotent: links are never duplicated, and keys
+        already up to date are not rewritten.
         """
         with self.storage.transaction(write=False) as session:
             total = sum(n for _, _, n in session.run(ops.CountMemories(self.id)))
@@ -598,6 +715,9 @@ class Mind:
                 if not page:
                     break
                 session.run(ops.PutEntities(self.id, entity_refs(page)))
+                stale = [(m.id, {"keys": k}) for m in page if (k := memory_keys(m)) != m.keys]
+                if stale:
+                    session.run(ops.UpdateMemories(self.id, stale))
             done += len(page)
             after = page[-1].id
             if progress:

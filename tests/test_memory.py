@@ -32,6 +32,7 @@ from noema import (
     UsageError,
     WritePolicy,
 )
+from noema.config import DEFAULT_WEIGHTS
 
 OpenMind = Callable[..., Mind]
 
@@ -506,22 +507,20 @@ def test_activation_is_bounded_at_one(open_mind: OpenMind) -> None:
     assert values[-1] > 0.999
 
 
-def test_without_vectors_text_weighs_0_70(mind: Mind) -> None:
+def test_without_vectors_the_vector_weight_moves_to_text(mind: Mind) -> None:
     mind.remember("Lanterns need oil")
     [result] = mind.recall("lanterns", peek=True)
+    text = DEFAULT_WEIGHTS.text + DEFAULT_WEIGHTS.vector
     assert result.weights == {
-        "text": 0.70,
-        "recency": 0.05,
-        "activation": 0.05,
-        "importance": 0.05,
-        "credibility": 0.05,
+        **DEFAULT_WEIGHTS.model_dump(exclude={"vector", "graph"}),
+        "text": pytest.approx(text),
     }
     assert result.signals["text"] == 1.0
-    assert result.components["text"] == 0.70
+    assert result.components["text"] == pytest.approx(text)
 
 
 def test_recall_weights_are_per_mind(open_mind: OpenMind) -> None:
-    zero = dict(text=0.0, vector=0.0, recency=0.0, activation=0.0, importance=0.0, credibility=0.0)
+    zero = dict.fromkeys(RecallWeights.model_fields, 0.0)
     by_importance = open_mind(
         "by-importance", config=MindConfig(weights=RecallWeights(**{**zero, "importance": 1.0}))
     )
@@ -540,7 +539,9 @@ def test_recall_weights_are_per_mind(open_mind: OpenMind) -> None:
     texted = by_text.recall("owl", peek=True)
     assert all(r.score == r.signals["text"] for r in texted)
     assert texted[0].score == 1.0
-    assert default.recall("owl", peek=True)[0].weights["text"] == 0.70
+    assert default.recall("owl", peek=True)[0].weights["text"] == pytest.approx(
+        DEFAULT_WEIGHTS.text + DEFAULT_WEIGHTS.vector
+    )
 
 
 # ---------------------------------------------------------------- decay

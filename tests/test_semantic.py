@@ -21,8 +21,15 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from concepts import DecayClass, RecallResult, Relation, score_reproduces
 from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
-from noema.config import MindConfig, RecallWeights
-from noema.embeddings import Embedder, HashEmbedder, as_embedder, load_embedder, minilm_available
+from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights
+from noema.embeddings import (
+    E5_MODEL,
+    Embedder,
+    HashEmbedder,
+    as_embedder,
+    load_embedder,
+    minilm_available,
+)
 from noema.memory.recall import (
     DIVERSITY_COST,
     DIVERSITY_THRESHOLD,
@@ -66,7 +73,8 @@ def test_embedder_names_and_errors() -> None:
     if not minilm_available():
         with pytest.raises(ConfigError, match="embeddings extra"):
             load_embedder("minilm")
-        assert load_embedder("auto") is None
+    auto = load_embedder("auto")  # the best installed: e5 ships with the base install
+    assert auto is not None and auto.model == E5_MODEL
     fake = DeterministicFakeEmbedding(size=12)
     with pytest.raises(ConfigError, match="model name"):
         as_embedder(fake)
@@ -90,11 +98,11 @@ def test_two_models_never_mix_and_recall_uses_only_the_configured_one(
     # No vector under this model yet: recall reweights to text and shows no vector.
     result = second.recall("Lisbon", peek=True)[0]
     assert "vector" not in result.components
-    assert result.weights["text"] == pytest.approx(0.70)
+    assert result.weights["text"] == pytest.approx(DEFAULT_WEIGHTS.text + DEFAULT_WEIGHTS.vector)
     assert second.embed_missing() == 2
     assert second.embed_missing() == 0  # idempotent
     result = second.recall("Lisbon", peek=True)[0]
-    assert result.weights["vector"] == 0.40 and result.signals["vector"] > 0
+    assert result.weights["vector"] == DEFAULT_WEIGHTS.vector and result.signals["vector"] > 0
     # The first model's vectors are untouched.
     assert vector_count(second, "hash-64", 64) == (2, 2)
     assert vector_count(second, "hash-32", 32) == (2, 2)
@@ -108,8 +116,9 @@ def test_a_memory_without_a_vector_is_reweighted_to_text(open_mind: OpenMind) ->
     results = by_content(mind.recall("billing import", peek=True))
     with_vector = results["billing import failed on Monday"]
     without = results["billing import fixed on Tuesday"]
-    assert with_vector.weights["text"] == 0.30 and "vector" in with_vector.components
-    assert without.weights["text"] == pytest.approx(0.70) and "vector" not in without.components
+    assert with_vector.weights["text"] == DEFAULT_WEIGHTS.text
+    assert "vector" in with_vector.components and "vector" not in without.components
+    assert without.weights["text"] == pytest.approx(DEFAULT_WEIGHTS.text + DEFAULT_WEIGHTS.vector)
 
 
 def test_without_an_embedder_everything_works_on_text_graph_and_recency(mind: Mind) -> None:
@@ -117,13 +126,8 @@ def test_without_an_embedder_everything_works_on_text_graph_and_recency(mind: Mi
     memory = mind.remember("Ada lives in Lisbon")
     results = mind.recall("Lisbon")
     assert [r.memory.id for r in results] == [memory.id]
-    assert set(results[0].components) == {
-        "text",
-        "recency",
-        "activation",
-        "importance",
-        "credibility",
-    }
+    assert set(results[0].components) == set(DEFAULT_WEIGHTS.effective(vectors=False))
+    assert "vector" not in results[0].components
     with pytest.raises(ConfigError, match="no embedder"):
         mind.embed_missing()
 

@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, metavar="N", help="repeatable --explore draws")
     p.add_argument(
+        "--deep", action="store_true", help="rerank a wide pool with the mind's reranker (slower)"
+    )
+    p.add_argument(
         "--tier",
         choices=["summary", "standard", "full"],
         help="print the results as a prompt block at this detail tier",
@@ -172,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_embed_missing)
 
     p = commands.add_parser(
-        "reindex", help="link every memory to the entities it refers to (graph lane)"
+        "reindex", help="rebuild every memory's entity links and expanded keys (graph, keys lanes)"
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_reindex)
@@ -290,6 +293,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
             written = mind.remember_many(
                 [i for _, i in items], force=True, progress=render.Progress("remembering")
             )
+            # A bulk write is embedded after it commits; Ctrl-C leaves the rest to
+            # `noema embed-missing` (or the job of `noema run`).
+            mind.wait_for_embeddings(progress=render.Progress("embedding"))
         ids = [m.id for m in written]
         if args.json:
             render.emit_json({"count": len(ids), "ids": ids})
@@ -335,6 +341,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         fusion=args.fusion,
         explore=args.explore,
         seed=args.seed,
+        depth="deep" if args.deep else "fast",
     )
     with _open(args) as mind:
         results = mind.recall(request)
@@ -480,7 +487,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if args.json:
         render.emit_json({"memories": count})
     else:
-        print(f"indexed the entities of {count} memories")
+        print(f"indexed the entities and keys of {count} memories")
     return EXIT_OK
 
 

@@ -105,12 +105,13 @@ def build_server(mind: Mind) -> MCPServer:
         key: str | None = None,
         as_of: str | None = None,
         peek: bool = False,
+        deep: bool = False,
     ) -> dict[str, Any]:
         """Recall memories for ``query``, best first, each with its score components.
 
         Filters: ``kinds``, ``epistemics``, ``statuses`` (default active), ``tags``,
         ``key``. ``as_of`` (ISO) asks what the mind held true then. ``peek``
-        recalls without reinforcing.
+        recalls without reinforcing. ``deep`` reranks a wide pool (slower, better).
         """
         filters: dict[str, Any] = {
             name: tuple(values)
@@ -125,7 +126,13 @@ def build_server(mind: Mind) -> MCPServer:
         if key is not None:
             filters["key"] = key
         request = await _call(
-            recall_query, query, limit=limit, filters=filters, as_of=as_of, peek=peek
+            recall_query,
+            query,
+            limit=limit,
+            filters=filters,
+            as_of=as_of,
+            peek=peek,
+            depth="deep" if deep else "fast",
         )
         results = await _call(mind.recall, request)
         return {"results": [render.result_json(r) for r in results]}

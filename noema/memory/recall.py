@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -31,9 +32,12 @@ from concepts import (
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
+from noema.errors import ConfigError, RuntimeFailure
 from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
 from noema.memory.entities import extract_entities
+from noema.memory.query import QueryPlan, entity_signal, memory_facts, time_signal, understand
 from noema.memory.reconciler import EventLog, reinforcement
+from noema.memory.rerank import Reranker, spread
 from noema.storage import Session, Storage, ops
 
 __all__ = ["Recaller", "confidence_fade", "feedback_adjustment", "query_terms"]
@@ -53,6 +57,12 @@ FEEDBACK_PENALTY = 0.3
 #: Diversity: cosine above the threshold to a higher-ranked result costs (sim - t) * cost.
 DIVERSITY_THRESHOLD = 0.9
 DIVERSITY_COST = 0.5
+#: Newer beats older: an outdated memory is put this far below its newer counterpart.
+OUTDATED_MARGIN = 0.001
+#: Two memories are about one subject when they share a name or code and this share
+#: (Jaccard) of their content words, each having at least ``SUBJECT_MIN_WORDS``.
+SUBJECT_OVERLAP = 0.4
+SUBJECT_MIN_WORDS = 3
 #: Weight of the Thompson-sampling draw (centred on the posterior mean) when exploring.
 EXPLORATION_WEIGHT = 0.1
 
@@ -206,6 +216,7 @@ class _Candidate:
 
     memory: Memory
     text: float = 0.0
+    keys: float = 0.0  # the expanded keys' full-text rank, spread like ``text``
     vector: float | None = None  # spread cosine in [0, 1]; None when the memory has no vector
     cosine: float | None = None  # the raw cosine to the query
     graph: float = 0.0
@@ -228,12 +239,14 @@ class Recaller:
         config: MindConfig,
         clock: Clock,
         embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.storage = storage
         self.mind = mind
         self.config = config
         self.clock = clock
         self.embedder = embedder
+        self.reranker = reranker
 
     def recall(self, query: RecallQuery, vector: np.ndarray | None = None) -> list[RecallResult]:
         """Rank, explain and (unless ``peek``) reinforce the memories matching ``query``.
@@ -242,6 +255,17 @@ class Recaller:
         """
         if vector is None:
             vector = self.query_vector(query.text)
+        if query.depth == "deep":
+            if self.reranker is None:
+                raise ConfigError("deep recall needs a reranker (none is configured)")
+            # The reranker is slow: rank in a read transaction, reinforce after.
+            with self.storage.transaction(write=False) as session:
+                now = self.clock.now()
+                results = self.rank(session, query, now, vector)
+            if results and not query.peek:
+                with self.storage.transaction() as session:
+                    self._reinforce(session, query, results, now)
+            return results
         with self.storage.transaction(write=not query.peek) as session:
             now = self.clock.now()
             results = self.rank(session, query, now, vector)
@@ -272,30 +296,20 @@ class Recaller:
         self, session: Session, query: RecallQuery, now: datetime, vector: np.ndarray | None
     ) -> list[RecallResult]:
         """The ranked, explained results of ``query`` (nothing is written)."""
-        filters = query.filters
-        if query.as_of is not None and filters.statuses == (Status.ACTIVE,):
-            # What was held true then includes what has since been superseded.
-            filters = filters.model_copy(update={"statuses": (Status.ACTIVE, Status.SUPERSEDED)})
-        pool = max(query.limit * POOL_FACTOR, MIN_POOL)
-        found: dict[str, _Candidate] = {}
-        self._text_lane(session, query, filters, pool, found)
-        if vector is not None and self.embedder is not None:
-            self._vector_lane(session, query, filters, pool, vector, found)
-        self._graph_lane(session, query, filters, pool, found)
-        if not found:
-            return []
+        filters = _recall_filters(query)
         reference = query.as_of or now
+        plan = understand(query.text, reference)
         fusion = query.fusion or self.config.fusion
         rng = random.Random(query.seed) if query.explore else None
-        scored = [
-            self._score(c, fusion, reference, now, vectors=vector is not None, rng=rng)
-            for c in found.values()
-        ]
-        # Ties break on the content hash, not the id (whose low bits are random), so
-        # the same memories rank the same way in every store.
-        scored.sort(key=_order)
+        scored = self.candidates(session, query, now, vector, plan=plan, rng=rng)
+        if not scored:
+            return []
+        if query.depth == "deep":
+            scored = self._deepen(query.text, scored)
         if fusion == "weighted" and vector is not None:
             scored = self._diversify(session, scored, query.limit)
+        if query.as_of is None and self.config.newer_wins:
+            scored = newer_first(scored, query.limit)
         top = scored[: query.limit]
         # Contradicting memories come back together: partners that pass the filters
         # are appended after the top results, and each side lists the other.
@@ -303,14 +317,19 @@ class Recaller:
         present = {s.memory.id for s in top}
         partners = sorted({p for m_id in present for p in conflicts.get(m_id, ())} - present)
         if partners:
+            scored_by_id = {s.memory.id: s for s in scored}
             for memory in session.run(ops.GetMemories(self.mind.id, partners)):
                 if _passes(memory, filters, query.as_of):
-                    candidate = found.get(memory.id) or _Candidate(memory)
-                    top.append(
-                        self._score(
-                            candidate, fusion, reference, now, vectors=vector is not None, rng=rng
-                        )
+                    partner = scored_by_id.get(memory.id) or self._score(
+                        _Candidate(memory),
+                        plan,
+                        fusion,
+                        reference,
+                        now,
+                        vectors=vector is not None,
+                        rng=rng,
                     )
+                    top.append(partner)
                     present.add(memory.id)
         return [
             RecallResult(
@@ -325,15 +344,66 @@ class Recaller:
             for index, s in enumerate(top, start=1)
         ]
 
+    def candidates(
+        self,
+        session: Session,
+        query: RecallQuery,
+        now: datetime,
+        vector: np.ndarray | None,
+        *,
+        plan: QueryPlan | None = None,
+        rng: random.Random | None = None,
+    ) -> list[_Scored]:
+        """Every candidate the lanes found for ``query``, scored, best first.
+
+        The benchmarks fit the fusion weights on these (their ``signals``).
+        """
+        filters = _recall_filters(query)
+        reference = query.as_of or now
+        if plan is None:
+            plan = understand(query.text, reference)
+        pool = max(query.limit * POOL_FACTOR, MIN_POOL)
+        found: dict[str, _Candidate] = {}
+        self._text_lane(session, query, plan, filters, pool, found)
+        if vector is not None and self.embedder is not None:
+            self._vector_lane(session, query, filters, pool, vector, found)
+        self._graph_lane(session, query, filters, pool, found)
+        fusion = query.fusion or self.config.fusion
+        scored = [
+            self._score(c, plan, fusion, reference, now, vectors=vector is not None, rng=rng)
+            for c in found.values()
+        ]
+        # Ties break on the content hash, not the id (whose low bits are random), so
+        # the same memories rank the same way in every store.
+        scored.sort(key=_order)
+        return scored
+
     def _text_lane(
         self,
         session: Session,
         query: RecallQuery,
+        plan: QueryPlan,
         filters: RecallFilters,
         pool: int,
         found: dict[str, _Candidate],
     ) -> None:
-        terms = query_terms(query.text)
+        # Time expressions rank by date (the time signal), not by their words.
+        terms = query_terms(plan.remainder if plan.windows else query.text)
+        if not terms and plan.windows:
+            # Only a time ("what happened last week?"): the memories of its windows.
+            since = min(w.start for w in plan.windows)
+            until = max(w.end for w in plan.windows)
+            if filters.since is not None:
+                since = max(since, filters.since)
+            if filters.until is not None:
+                until = min(until, filters.until)
+            window = filters.model_copy(update={"since": since, "until": until})
+            scanned = session.run(
+                ops.ScanMemories(self.mind.id, window, query.as_of, order="recent", limit=pool)
+            )
+            for memory in scanned:
+                found[memory.id] = _Candidate(memory)
+            return
         if not terms:
             if query.text.strip() and self.embedder is not None:
                 return  # only punctuation or symbols: leave it to the vector lane
@@ -344,14 +414,20 @@ class Recaller:
             for memory in scanned:
                 found[memory.id] = _Candidate(memory)
             return
-        hits = session.run(
-            ops.SearchText(self.mind.id, terms, query.mode == "strict", filters, query.as_of, pool)
-        )
-        best = max((rank for _, rank in hits), default=0.0)
-        for position, (memory, rank) in enumerate(hits, start=1):
-            candidate = found.setdefault(memory.id, _Candidate(memory))
-            candidate.text = rank / best if best > 0 else 0.0
-            candidate.ranks["text"] = position
+        strict = query.mode == "strict"
+        for index in ("content", "keys"):
+            hits = session.run(
+                ops.SearchText(self.mind.id, terms, strict, filters, query.as_of, pool, index)
+            )
+            best = max((rank for _, rank in hits), default=0.0)
+            for position, (memory, rank) in enumerate(hits, start=1):
+                candidate = found.setdefault(memory.id, _Candidate(memory))
+                signal = rank / best if best > 0 else 0.0
+                if index == "content":
+                    candidate.text = signal
+                    candidate.ranks["text"] = position
+                else:
+                    candidate.keys = signal
 
     def _vector_lane(
         self,
@@ -447,6 +523,7 @@ class Recaller:
     def _score(
         self,
         candidate: _Candidate,
+        plan: QueryPlan,
         fusion: str,
         reference: datetime,
         now: datetime,
@@ -469,6 +546,16 @@ class Recaller:
             "importance": memory.importance,
             "credibility": memory.credibility * fade,
         }
+        if candidate.keys:
+            signals["keys"] = candidate.keys
+        if plan.entities or plan.windows or plan.asks_when:
+            facts = memory_facts(memory.content, memory.payload, memory.valid_from)
+            if plan.entities:
+                signals["entity"] = entity_signal(plan, facts)
+            if plan.windows:
+                signals["time"] = time_signal(plan, memory.valid_from, facts)
+            if plan.asks_when:
+                signals["dated"] = 1.0 if facts.dated else 0.0
         has_vector = vectors and candidate.vector is not None
         if has_vector:
             signals["vector"] = candidate.vector or 0.0
@@ -483,7 +570,9 @@ class Recaller:
             }
         else:
             weights = self.config.weights.effective(vectors=has_vector)
-            components = {name: weight * signals.get(name, 0.0) for name, weight in weights.items()}
+            for name in weights:  # a weighted signal the query does not raise is 0
+                signals.setdefault(name, 0.0)
+            components = {name: weight * signals[name] for name, weight in weights.items()}
             if memory.feedback_count:
                 components["feedback"] = feedback_adjustment(memory.feedback_mean)
         if rng is not None:
@@ -491,6 +580,23 @@ class Recaller:
             draw = rng.betavariate(memory.alpha, memory.beta)
             components["exploration"] = EXPLORATION_WEIGHT * (draw - memory.confidence)
         return _Scored(memory, components, signals, weights)
+
+    def _deepen(self, text: str, scored: list[_Scored]) -> list[_Scored]:
+        """Add the reranker's spread score over the best ``deep.pool`` (``rerank``)."""
+        assert self.reranker is not None
+        deep = self.config.deep
+        pool = scored[: deep.pool]
+        raw = self.reranker.scores(text, [s.memory for s in pool])
+        if len(raw) != len(pool):
+            raise RuntimeFailure(
+                f"reranker {self.reranker.name} gave {len(raw)} scores for {len(pool)} memories"
+            )
+        for item, value in zip(pool, spread(raw), strict=True):
+            item.signals["rerank"] = value
+            item.weights["rerank"] = deep.weight
+            item.components["rerank"] = deep.weight * value
+        pool.sort(key=_order)
+        return pool + scored[deep.pool :]
 
     def _diversify(self, session: Session, scored: list[_Scored], limit: int) -> list[_Scored]:
         """Cost a result ``(sim - 0.9) * 0.5`` when it nearly repeats a higher-ranked one."""
@@ -568,6 +674,84 @@ class _Scored:
     @property
     def score(self) -> float:
         return sum(self.components.values())
+
+
+def newer_first(scored: list[_Scored], limit: int) -> list[_Scored]:
+    """Rank the newer of two memories that disagree about one subject above the older.
+
+    Two results disagree when they hold the same ``key``, or when they share a
+    subject and most of their words while each holds a value of its own
+    (``same_subject``). An older one that outranks its newer
+    counterpart gets an ``outdated`` adjustment (a component, like ``diversity``)
+    that puts it just below; under ``as_of`` the past is answered as it was, so
+    this is not applied there. Only the top ``2 × limit`` are compared.
+    """
+    window = scored[: limit * 2]
+    if len(window) < 2:
+        return scored
+    changed = False
+    for newer in sorted(window, key=_age, reverse=True):
+        for older in window:
+            if older is newer or _age(older) >= _age(newer) or "outdated" in older.components:
+                continue
+            if older.score < newer.score or not same_subject(older.memory, newer.memory):
+                continue
+            older.components["outdated"] = newer.score - older.score - OUTDATED_MARGIN
+            changed = True
+    if not changed:
+        return scored
+    window.sort(key=_order)
+    return window + scored[limit * 2 :]
+
+
+def same_subject(a: Memory, b: Memory) -> bool:
+    """Whether two memories give different values of one fact (see ``newer_first``).
+
+    Same ``key``; or a shared name, code or number (the subject), at least
+    ``SUBJECT_OVERLAP`` of their content words in common (Jaccard), and where
+    they differ, only values: each has words the other lacks, and all of them
+    are numbers, names or codes ("runs PostgreSQL 15" and "runs PostgreSQL 16",
+    "lives in Lisbon" and "lives in Porto"; not "the auth service runs
+    PostgreSQL 16" and "the billing service runs PostgreSQL 12").
+    """
+    if a.content_hash == b.content_hash:
+        return False
+    if a.key is not None and a.key == b.key:
+        return True
+    words_a, values_a = _subject(a.content)
+    words_b, values_b = _subject(b.content)
+    if not values_a & values_b:
+        return False
+    if len(words_a) < SUBJECT_MIN_WORDS or len(words_b) < SUBJECT_MIN_WORDS:
+        return False
+    own_a, own_b = words_a - words_b, words_b - words_a
+    # They differ in values only: each has one, and every word of its own is one.
+    if not (own_a and own_b and own_a <= values_a and own_b <= values_b):
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) >= SUBJECT_OVERLAP
+
+
+@lru_cache(maxsize=65_536)
+def _subject(content: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A text's content words, and its values: names, codes and numbers."""
+    words = frozenset(w.casefold() for w in _WORD.findall(content)) - STOPWORDS
+    values = {
+        e.partition(":")[2] for e in extract_entities(content) if e.startswith(("name:", "code:"))
+    }
+    values.update(w for w in words if any(c.isdigit() for c in w))
+    return words, frozenset(values)
+
+
+def _age(item: _Scored) -> tuple[datetime, datetime]:
+    return item.memory.valid_from, item.memory.recorded_at
+
+
+def _recall_filters(query: RecallQuery) -> RecallFilters:
+    """The query's filters; ``as_of`` also admits what has been superseded since."""
+    filters = query.filters
+    if query.as_of is not None and filters.statuses == (Status.ACTIVE,):
+        filters = filters.model_copy(update={"statuses": (Status.ACTIVE, Status.SUPERSEDED)})
+    return filters
 
 
 def _order(item: _Scored) -> tuple[float, str, str]:

@@ -38,6 +38,7 @@ from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import chain, iso
 from noema.memory.entities import extract_entities
+from noema.memory.keys import expand_keys
 from noema.memory.policy import apply_secret_policy
 from noema.storage import Session, Storage, ops
 
@@ -196,11 +197,14 @@ class Reconciler:
         force: bool = False,
         origin_event: str | None = None,
         checked: bool = False,
+        embed: bool = True,
     ) -> list[Memory]:
         """Write ``items`` in one transaction; returns one memory per item, in order.
 
         Identical content already active in the mind is reinforced and returned
         instead of duplicated. ``checked``: the caller already ran ``check_policy``.
+        ``embed``: embed the new memories inline (when embedding on write), else
+        leave them to ``embed_missing``.
         """
         if not checked:
             self.check_policy(items, force=force)
@@ -213,7 +217,7 @@ class Reconciler:
             redactions = [kinds for _, kinds in prepared]
         hashes = [content_hash(i.kind, i.content, i.key) for i in items]
         # Embedding is slow: it happens before the write lock is taken.
-        vectors = self._embed_new(items, hashes)
+        vectors = self._embed_new(items, hashes) if embed else {}
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
@@ -285,10 +289,15 @@ class Reconciler:
             return {}
         with self.storage.transaction(write=False) as session:
             held = {m.content_hash for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))}
-        new = {h: item.content for item, h in zip(items, hashes, strict=True) if h not in held}
+        now = self.clock.now()
+        new = {
+            h: (item.content, item.valid_from or item.at or now)
+            for item, h in zip(items, hashes, strict=True)
+            if h not in held
+        }
         if not new:
             return {}
-        matrix = self.embedder.documents(list(new.values()))
+        matrix = self.embedder.memories(list(new.values()))
         return dict(zip(new, matrix, strict=True))
 
     def _new_memory(
@@ -331,6 +340,14 @@ class Reconciler:
                 key=item.key,
                 tags=item.tags,
                 payload=item.payload,
+                keys=expand_keys(
+                    item.content,
+                    item.valid_from or recorded_at,
+                    summary=item.summary,
+                    key=item.key,
+                    tags=item.tags,
+                    payload=item.payload,
+                ),
                 confidence=c,
                 alpha=max(PRIOR_STRENGTH * c, _MIN_SHAPE),
                 beta=max(PRIOR_STRENGTH * (1.0 - c), _MIN_SHAPE),
@@ -659,6 +676,18 @@ class Reconciler:
                     },
                 )
         log.flush(session)
+
+
+def memory_keys(memory: Memory) -> str:
+    """The expanded keys a stored memory should have (``noema.memory.keys``)."""
+    return expand_keys(
+        memory.content,
+        memory.valid_from,
+        summary=memory.summary,
+        key=memory.key,
+        tags=memory.tags,
+        payload=memory.payload,
+    )
 
 
 def entity_refs(memories: Sequence[Memory]) -> list[tuple[str, str]]:

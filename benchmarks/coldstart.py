@@ -1,0 +1,129 @@
+"""Cold start: the wall time of one `noema recall` process, with and without the embedder.
+
+    python -m benchmarks.coldstart --output docs/benchmarks.md
+
+A store of ``--memories`` notes is written once with the default embedder (its
+vectors stored). Then each command runs ``--runs`` times as a fresh process
+(interpreter start, imports, opening the store, loading the embedder, embedding
+the query, recall, printing); the median and the spread are reported. The same
+can be checked by hand with ``/usr/bin/time -v noema recall ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.storage import machine, synthetic_memories, write_section
+
+BEGIN, END = "<!-- coldstart:begin -->", "<!-- coldstart:end -->"
+TARGET_S = 1.5
+
+
+def _noema() -> str:
+    return str(Path(sys.executable).with_name("noema"))
+
+
+def _time(command: list[str], env: dict[str, str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def run(memories: int, runs: int) -> list[tuple[str, list[float]]]:
+    from concepts import MemoryInput
+    from noema import Mind
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/cold.db"
+        items = [MemoryInput.model_validate(d) for d in synthetic_memories(memories)]
+        with Mind.open(url, "cold", embedder="auto") as mind:
+            mind.remember_many(items)
+            mind.wait_for_embeddings()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NOEMA_")}
+        cases = [
+            ("`noema --help`", [_noema(), "--help"], {}),
+            (
+                "`noema recall` (default embedder: e5)",
+                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--peek"],
+                {},
+            ),
+            (
+                "`noema recall --deep` (e5, lexical reranker)",
+                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--deep"],
+                {},
+            ),
+            (
+                "`noema recall` with `NOEMA_EMBEDDER=none` (text only)",
+                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--peek"],
+                {"NOEMA_EMBEDDER": "none"},
+            ),
+        ]
+        for label, command, extra in cases:
+            _time(command, env | extra, 1)  # the first run fills the OS page cache
+            rows.append((label, _time(command, env | extra, runs)))
+    return rows
+
+
+def render(rows: list[tuple[str, list[float]]], command: str, memories: int) -> str:
+    lines = [
+        BEGIN,
+        "## Cold start: one `noema` process",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}.",
+        f"Command: `{command}`",
+        "",
+        f"A SQLite store of {memories:,} memories with e5 vectors; each command is a fresh",
+        "process, timed whole (median of the runs, after one warm-up run).",
+        "",
+        "| command | median | min | max |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, times in rows:
+        lines.append(
+            f"| {label} | {statistics.median(times):.2f} s | {min(times):.2f} s "
+            f"| {max(times):.2f} s |"
+        )
+    recall = statistics.median(rows[1][1])
+    verdict = "met" if recall <= TARGET_S else "missed"
+    lines += [
+        "",
+        f"Target: a cold `noema recall` with the default embedder at most {TARGET_S} s:"
+        f" {recall:.2f} s, **{verdict}**.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=1_000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--output", type=Path, help="markdown file to update")
+    args = parser.parse_args(argv)
+    if args.memories < 1 or args.runs < 1:
+        print("coldstart: --memories and --runs must be at least 1", file=sys.stderr)
+        return 2
+    rows = run(args.memories, args.runs)
+    parts = ["python", "-m", "benchmarks.coldstart", "--memories", str(args.memories)]
+    command = shlex.join([*parts, "--runs", str(args.runs)])
+    section = render(rows, command, args.memories)
+    if args.output:
+        write_section(args.output, section, BEGIN, END)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
