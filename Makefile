@@ -51,7 +51,7 @@ bench: $(STAMP)
 
 # LoCoMo retrieval with the default install (e5): every mode, then the fusion weights
 # fitted by leave-one-conversation-out (the store is kept in LOCOMO_STORE for refits).
-LOCOMO_STORE ?= /tmp/noema-locomo-e5.db
+LOCOMO_STORE ?= /tmp/noema-locomo-e5
 bench-locomo: $(STAMP)
 	$(BIN)/python -m benchmarks.locomo --mode text vector weighted deep rrf --output docs/benchmarks.md
 	$(BIN)/python -m benchmarks.locomo_fit --store $(LOCOMO_STORE) --output docs/benchmarks.md

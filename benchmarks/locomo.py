@@ -5,7 +5,7 @@
     python -m benchmarks.locomo --mode vector weighted --embedder hash:384
 
 Protocol (../shared/benchmarks/locomo/README.md): one fresh mind per conversation
-(all in one temporary SQLite file, mind name = ``sample_id``); every dialog turn is
+(each in its own temporary SQLite file, mind name = ``sample_id``); every dialog turn is
 one episodic observation ``"<speaker>: <text>"`` (plus ``" [shares <caption>]"``
 for image turns) recorded at its session's date-time, with its ``dia_id`` in the
 payload. The query is the question text only, recalled with ``peek=True`` so
@@ -319,8 +319,10 @@ def run(
     if not any(MODES[m].vectors for m in modes):
         embedder = "none"  # nothing to embed for
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{tmp}/locomo.db"
         for number, conv in enumerate(conversations, start=1):
+            # A file of its own: SQLite's full-text statistics span the whole file, so
+            # conversations sharing one would rank by each other's words.
+            url = f"sqlite:///{tmp}/{conv.sample_id}.db"
             clock = ManualClock(max(t.at for t in conv.turns))
             with Mind.open(
                 url, conv.sample_id, config=MindConfig(), clock=clock, embedder=embedder

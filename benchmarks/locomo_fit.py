@@ -1,12 +1,13 @@
 """Fit recall's fusion weights on LoCoMo by leave-one-conversation-out.
 
-    python -m benchmarks.locomo_fit --store /tmp/locomo-e5.db            # fit and report
-    python -m benchmarks.locomo_fit --store /tmp/locomo-e5.db --output docs/benchmarks.md
+    python -m benchmarks.locomo_fit --store /tmp/locomo-e5            # fit and report
+    python -m benchmarks.locomo_fit --store /tmp/locomo-e5 --output docs/benchmarks.md
 
-Each conversation is indexed once into ``--store`` (kept, so a refit does not
-embed again) with the default embedder. For every question the real recall
-pipeline gathers its candidates (``Recaller.candidates``: the text, keys,
-vector and graph lanes, query understanding) with the signals of each; the
+Each conversation is indexed once into its own SQLite file in the folder
+``--store`` (kept, so a refit does not embed again) with the default embedder.
+For every question the real recall pipeline gathers its candidates
+(``Recaller.candidates``: the text, keys, vector and graph lanes, query
+understanding) with the signals of each; the
 weighted score is then ``signals @ weights``, so any set of weights can be
 scored offline in milliseconds.
 
@@ -87,9 +88,10 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
     started = time.perf_counter()
     for number, conv in enumerate(conversations):
         clock = ManualClock(max(t.at for t in conv.turns))
-        with Mind.open(
-            f"sqlite:///{store}", conv.sample_id, clock=clock, embedder=embedder
-        ) as mind:
+        # One file per conversation: SQLite's full-text statistics span the whole file.
+        store.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{store / conv.sample_id}.db"
+        with Mind.open(url, conv.sample_id, clock=clock, embedder=embedder) as mind:
             if mind.stats()["total"] == 0:
                 mind.remember_many(
                     [
@@ -336,7 +338,9 @@ def render(pools: Pools, result: dict[str, Any], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
-    parser.add_argument("--store", type=Path, required=True, help="SQLite file kept between runs")
+    parser.add_argument(
+        "--store", type=Path, required=True, help="folder of SQLite files kept between runs"
+    )
     parser.add_argument("--embedder", default="auto", help="embedder (default: auto)")
     parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--output", type=Path, help="markdown file to update")
