@@ -43,7 +43,7 @@ DEFAULT_LEASE_SECONDS = 300.0
 DEFAULT_RRF_K = 60
 DEFAULT_DEEP_POOL = 100
 DEFAULT_EMBED_INLINE_MAX = 64
-DEFAULT_DEEP_WEIGHT = 1.0
+DEFAULT_DEEP_WEIGHT = 0.3
 
 
 #: Signals left out of a result's components while their weight is 0.
@@ -55,16 +55,16 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    text: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
-    vector: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
-    recency: float = Field(default=0.025, ge=0.0, le=1.0, allow_inf_nan=False)
+    text: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    vector: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     activation: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     importance: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     credibility: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     graph: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     keys: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
-    entity: float = Field(default=0.60, ge=0.0, le=1.0, allow_inf_nan=False)
-    time: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    entity: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    time: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
     dated: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
@@ -81,9 +81,9 @@ class RecallWeights(BaseModel):
         return weights
 
 
-#: Fitted on LoCoMo by leave-one-conversation-out (ADR 0013); activation, importance,
-#: credibility and keys cannot be fitted there and keep set values. Without vectors
-#: the vector weight moves to text.
+#: Fitted on LoCoMo by leave-one-conversation-out (ADR 0013, docs/benchmarks.md);
+#: activation, importance, credibility and keys cannot be fitted there and keep set
+#: values. Without vectors the vector weight moves to text.
 DEFAULT_WEIGHTS = RecallWeights()
 
 

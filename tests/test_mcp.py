@@ -96,6 +96,9 @@ def test_remember_recall_get_and_timeline_end_to_end(mind: Mind) -> None:
         peeked = await s.ok("recall", query="Ada", peek=True, tags=["people"])
         assert [r["id"] for r in peeked["results"]] == [made["id"]]
         assert len((await s.ok("timeline", id=made["id"]))["events"]) == 2  # peek logs nothing
+        deep = await s.ok("recall", query="where does Ada live", peek=True, deep=True)
+        assert deep["results"][0]["id"] == made["id"]
+        assert "rerank" in deep["results"][0]["components"]
 
     drive(mind, script)
     memory = mind.recall("Ada", peek=True)[0].memory
