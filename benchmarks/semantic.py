@@ -122,7 +122,7 @@ def run_one(size: int, batch: int) -> dict[str, Any]:
             t = time.perf_counter()
             mind.recall(queries[0], peek=True)  # builds the vector index from the table
             build_seconds = time.perf_counter() - t
-            _recall_times(mind, queries[:20], vectors[:20], peek=True)  # warm the caches
+            _recall_times(mind, queries[:50], vectors[:50], peek=True)  # warm the caches
             peek = _recall_times(mind, queries, vectors, peek=True)
             recall = _recall_times(mind, queries, vectors, peek=False)
             deep = _recall_times(mind, queries, vectors, peek=True, depth="deep")

@@ -263,6 +263,7 @@ def test_reindex_command_reports_keys(store_url: str, capsys: pytest.CaptureFixt
         ("The auth service runs PostgreSQL 16", "The billing service runs PostgreSQL 12", False),
         ("Caroline: the support group was great", "Caroline: I went to a support group", False),
         ("Ada Okafor lives in Lisbon", "Ada Okafor lives in Lisbon", False),
+        ("Ada Okafor works at Initech", "Rosa Alves works at Initech", False),
     ],
 )  # fmt: skip
 def test_same_subject(mind: Mind, older: str, newer: str, same: bool) -> None:

@@ -707,7 +707,9 @@ def newer_first(scored: list[_Scored], limit: int) -> list[_Scored]:
 def same_subject(a: Memory, b: Memory) -> bool:
     """Whether two memories give different values of one fact (see ``newer_first``).
 
-    Same ``key``; or a shared name, code or number (the subject), at least
+    Same ``key``; or the same first content word (the subject: "Ada works at
+    Initech" and "Rosa works at Initech" are about two people), a shared name,
+    code or number, at least
     ``SUBJECT_OVERLAP`` of their content words in common (Jaccard), and where
     they differ, only values: each has words the other lacks, and all of them
     are numbers, names or codes ("runs PostgreSQL 15" and "runs PostgreSQL 16",
@@ -718,9 +720,9 @@ def same_subject(a: Memory, b: Memory) -> bool:
         return False
     if a.key is not None and a.key == b.key:
         return True
-    words_a, values_a = _subject(a.content)
-    words_b, values_b = _subject(b.content)
-    if not values_a & values_b:
+    first_a, words_a, values_a = _subject(a.content)
+    first_b, words_b, values_b = _subject(b.content)
+    if first_a != first_b or not values_a & values_b:
         return False
     if len(words_a) < SUBJECT_MIN_WORDS or len(words_b) < SUBJECT_MIN_WORDS:
         return False
@@ -732,14 +734,16 @@ def same_subject(a: Memory, b: Memory) -> bool:
 
 
 @lru_cache(maxsize=65_536)
-def _subject(content: str) -> tuple[frozenset[str], frozenset[str]]:
-    """A text's content words, and its values: names, codes and numbers."""
-    words = frozenset(w.casefold() for w in _WORD.findall(content)) - STOPWORDS
+def _subject(content: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """A text's first content word (where its subject stands), its content words,
+    and its values: names, codes and numbers."""
+    ordered = [w for w in (w.casefold() for w in _WORD.findall(content)) if w not in STOPWORDS]
+    words = frozenset(ordered)
     values = {
         e.partition(":")[2] for e in extract_entities(content) if e.startswith(("name:", "code:"))
     }
     values.update(w for w in words if any(c.isdigit() for c in w))
-    return words, frozenset(values)
+    return (ordered[0] if ordered else ""), words, frozenset(values)
 
 
 def _age(item: _Scored) -> tuple[datetime, datetime]:
