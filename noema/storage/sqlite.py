@@ -119,8 +119,6 @@ class _Session:
         self._vectors = vectors
         # Vectors written in this (uncommitted) transaction must not enter the index.
         self._wrote_vectors = False
-        # secure_delete as it was before a change of keys turned it on for this transaction.
-        self.secure_delete_was: int | None = None
 
     def run(self, op: ops.Op[R]) -> R:
         if isinstance(op, ops.SearchVectors):
@@ -139,13 +137,6 @@ class _Session:
                 raise StorageError(f"SQLite failed on SearchVectors: {exc}") from exc
         if isinstance(op, ops.PutVectors):
             self._wrote_vectors = True
-        if (
-            isinstance(op, ops.UpdateMemories)
-            and self._write
-            and self.secure_delete_was is None
-            and any("keys" in changes for _, changes in op.updates)
-        ):
-            self.secure_delete_was = int(self._conn.execute("PRAGMA secure_delete").fetchone()[0])
         if isinstance(op, ops.PurgeMemories):
             self._vectors.discard(self._conn, op.mind_id)
         handler = _HANDLERS.get(type(op))
@@ -197,11 +188,6 @@ def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
 
 def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
-    if any("keys" in columns for columns in groups):
-        # Old keys are text of the memory: zero what the change frees (a trigger
-        # re-indexes them), so a later purge leaves no earlier keys in the file.
-        # The transaction puts the setting back when it ends.
-        conn.execute("PRAGMA secure_delete = ON")
     for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = ?" for c in columns)
         conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
@@ -814,34 +800,33 @@ class SQLiteStorage:
                 raise StorageError(f"cannot begin a transaction on {self.path}: {exc}") from exc
             session = _Session(conn, write, self._vectors)
             try:
-                try:
-                    yield session
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    conn.execute("ROLLBACK")
-                    raise StorageError(f"commit failed on {self.path}: {exc}") from exc
-            finally:
-                if session.secure_delete_was is not None:  # after the commit, which flushes
-                    # the full-text indexes: put back what the connection had.
-                    conn.execute(f"PRAGMA secure_delete = {session.secure_delete_was}")
+                yield session
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StorageError(f"commit failed on {self.path}: {exc}") from exc
 
     def reclaim(self) -> None:
-        """After a purge: copy the write-ahead log into the file and empty it.
+        """After a purge: rebuild the file from its live rows, then empty the write-ahead log.
 
-        The purge zeroed what it freed; the log may still hold older copies of
-        those pages until it is checkpointed. A reader that holds an old snapshot
-        open keeps its pages in the log until it finishes.
+        Zeroing freed pages is not enough: a page that was split or defragmented
+        before the purge can keep a stale copy of a row in its unused space.
+        VACUUM writes every live row into fresh pages (its temporary copy stays
+        in memory: ``temp_store``), and the checkpoint then leaves nothing of
+        the old pages in the log. A reader that holds an old snapshot open keeps
+        its pages in the log until it finishes.
         """
         with self._lock:
             try:
                 self._conn.execute("PRAGMA secure_delete = OFF")
+                self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot checkpoint {self.path}: {exc}") from exc
+                raise StorageError(f"cannot rebuild {self.path} after the purge: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:
