@@ -15,16 +15,18 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import psycopg
 import pytest
 from conformance.test_storage_contract import make_memory
+from pgvector.psycopg import register_vector
 
 from concepts import RecallFilters
 from noema import ConfigError, Mind, StorageError
 from noema.ids import new_id
-from noema.storage import open_storage, ops
+from noema.storage import open_storage, ops, postgres
 from noema.storage.postgres import MIGRATIONS, PostgresStorage, bm25, parse_url, token_count
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -118,6 +120,31 @@ def test_the_vector_column_is_pgvector_or_bytes(storage: PostgresStorage, backen
     )
     assert storage.pgvector is (backend == "postgres")
     assert column == ("vector" if backend == "postgres" else "bytea")
+    if backend == "postgres":
+        [(installed,)] = sql(
+            storage.url, "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        )
+        assert storage.pgvector_version == tuple(int(part) for part in installed.split("."))
+    else:
+        assert storage.pgvector_version is None
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_a_pgvector_older_than_0_5_is_refused_in_one_line(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.4.1")
+    with pytest.raises(StorageError) as caught:
+        open_storage(store_url)
+    assert str(caught.value) == (
+        "pgvector 0.4.1 is too old: Noema needs 0.5.0 or newer "
+        "(upgrade it, then ALTER EXTENSION vector UPDATE)"
+    )
+    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.5.0")
+    store = open_storage(store_url)
+    assert isinstance(store, PostgresStorage)
+    store.close()
+    assert store.pgvector_version == (0, 5, 0)
 
 
 def test_an_hnsw_index_per_model_is_built_when_due_and_finds_the_exact_best(
@@ -166,6 +193,72 @@ def test_an_hnsw_index_per_model_is_built_when_due_and_finds_the_exact_best(
             assert indexes == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_before_pgvector_0_8_filtered_searches_still_find_the_exact_best(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before pgvector 0.8 (no iterative scans) an HNSW scan ends after
+    # hnsw.ef_search rows, and a filter passing 1 in 50 keeps about one of them.
+    # Sorts and table scans are priced out so that 2,000 rows take the index,
+    # as a table past index_min_rows would.
+    planner = quote("-c enable_seqscan=off -c enable_sort=off ", safe="")
+    url = store_url.replace("options=", f"options={planner}", 1) + "&index_min_rows=300"
+    current = open_storage(url)
+    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.7.0")
+    old = open_storage(url)
+    assert isinstance(current, PostgresStorage) and isinstance(old, PostgresStorage)
+    assert old.pgvector_version == (0, 7, 0)
+    assert (current.pgvector_version or ()) >= (0, 8, 0)
+    try:
+        with current.transaction() as session:
+            mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW)).id
+        tags = [("rare",) if i % 50 == 0 else ("half",) if i % 2 else () for i in range(2_000)]
+        memories = [make_memory(mind, f"memory {i}", tags=t) for i, t in enumerate(tags)]
+        rng = np.random.default_rng(11)
+        vectors = rng.normal(size=(len(memories), 24)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with current.transaction() as session:
+            session.run(ops.InsertMemories(memories))
+            session.run(ops.PutVectors(mind, "model", [m.id for m in memories], vectors))
+        query = rng.normal(size=24).astype(np.float32)
+        query /= np.linalg.norm(query)
+        scores = vectors @ query
+
+        def search(store: PostgresStorage, tag: str | None, k: int) -> tuple[list[str], str, str]:
+            filters = RecallFilters(tags=(tag,) if tag else ())
+            with store.transaction(write=False) as session:
+                found = session.run(ops.SearchVectors(mind, "model", query, filters, None, k))
+                row = session.one(
+                    "SELECT current_setting('hnsw.iterative_scan', true), "
+                    "current_setting('hnsw.ef_search')"
+                )
+                assert row is not None
+                return [m.id for m, _ in found], str(row[0]), str(row[1])
+
+        for tag, k in (("rare", 10), ("half", 10), (None, 5)):
+            passing = [i for i, t in enumerate(tags) if tag is None or tag in t]
+            exact = [memories[i].id for i in sorted(passing, key=lambda i: -scores[i])[:k]]
+            assert search(old, tag, k) == (exact, "off", "256"), tag  # a pool 4 x 64 wide
+            assert search(current, tag, k) == (exact, "relaxed_order", "64"), tag
+        hnsw = "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexdef ~ 'hnsw'"
+        assert len(sql(url, hnsw)) == 1
+        # What the old path did: ef_search rows through the index, then the filter.
+        with psycopg.connect(parse_url(url)[0]) as conn:
+            register_vector(conn)
+            conn.execute("SET LOCAL hnsw.ef_search = 64")
+            plain = conn.execute(
+                "SELECT v.memory_id FROM vectors v JOIN memories m "
+                "ON m.mind_id = v.mind_id AND m.id = v.memory_id "
+                "WHERE v.model = 'model' AND v.dims = 24 AND m.tags::jsonb ? 'rare' "
+                "ORDER BY v.vector::vector(24) <=> %s::vector(24) LIMIT 64",
+                (query,),
+            ).fetchall()
+        assert len(plain) < 10
+    finally:
+        old.close()
+        current.close()
 
 
 # ---------------------------------------------------------------- writers and statistics

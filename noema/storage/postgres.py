@@ -15,7 +15,9 @@ over their own statistics.
 Vectors: pgvector's ``vector`` column with one partial HNSW index
 (``vector_cosine_ops``) per (model, dimensions), built the first time a search
 needs it; without the extension, float32 bytes searched exactly. Either way
-candidates are scored exactly, in float32, as on SQLite.
+candidates are scored exactly, in float32, as on SQLite. pgvector 0.5.0 is the
+oldest supported; before 0.8 (no iterative scans) filtered searches widen the
+HNSW scan, and search exactly when it still yields too few candidates.
 
 Noema's own settings ride in the URL's query string and are removed before
 the rest reaches libpq: ``pool_min``, ``pool_max``, ``pool_timeout``,
@@ -653,8 +655,15 @@ def _count_vectors(s: _Session, op: ops.CountVectors) -> tuple[int, int]:
 ANALYZE_MIN_ROWS = 1_000
 ANALYZE_GROWTH = 1.0
 
+#: The oldest pgvector Noema runs on: the first with HNSW indexes.
+PGVECTOR_MIN_VERSION = (0, 5, 0)
+#: From this pgvector on, an HNSW scan goes on past rows the filters reject
+#: (``hnsw.iterative_scan``); before it, the scan ends after ``hnsw.ef_search`` rows.
+PGVECTOR_ITERATIVE_SCAN = (0, 8, 0)
 #: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions.
 HNSW_MAX_DIMS = 2_000
+#: The largest ``hnsw.ef_search`` pgvector accepts.
+HNSW_MAX_EF_SEARCH = 1_000
 #: Seconds before a (model, dimensions) too small for an index is counted again.
 INDEX_RECHECK_SECONDS = 10.0
 
@@ -662,6 +671,9 @@ INDEX_RECHECK_SECONDS = 10.0
 #: many) before exact scoring. Each costs graph steps: pgvector is no usearch.
 CANDIDATE_FACTOR = 1
 MIN_CANDIDATES = 64
+#: Without iterative scans, the HNSW scan is widened to this many times the
+#: candidates wanted (at most ``HNSW_MAX_EF_SEARCH``) before the filters apply.
+POOL_FACTOR = 4
 
 
 def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
@@ -682,19 +694,25 @@ def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[tuple[Memory, fl
         # built (its order is nearly right; iterative scans go on past rows the
         # filters reject), else exactly. The candidates are scored exactly below.
         wanted = max(op.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-        if s._store.ensure_index(op.model, dims, s):
-            ef_search = min(1_000, max(s._store.options.hnsw_ef_search, wanted))
-            s.execute(
-                f"SET LOCAL hnsw.ef_search = {int(ef_search)}; "
-                "SET LOCAL hnsw.iterative_scan = relaxed_order"
-            )
         distance = sql.SQL("v.vector::vector({dims}) <=> %s::vector({dims})").format(
             dims=sql.Literal(dims)
         )
-        statement = sql.SQL("{base} ORDER BY {distance} LIMIT %s").format(
-            base=base, distance=distance
-        )
-        rows = s._cur.execute(statement, [*params, query, wanted], binary=True).fetchall()
+        indexed = s._store.ensure_index(op.model, dims, s)
+        if indexed and (s._store.pgvector_version or ()) < PGVECTOR_ITERATIVE_SCAN:
+            rows = _nearest_without_iterative_scan(
+                s, base, key, distance, where, params, query, wanted
+            )
+        else:
+            if indexed:
+                ef_search = min(HNSW_MAX_EF_SEARCH, max(s._store.options.hnsw_ef_search, wanted))
+                s.execute(
+                    f"SET LOCAL hnsw.ef_search = {int(ef_search)}; "
+                    "SET LOCAL hnsw.iterative_scan = relaxed_order"
+                )
+            statement = sql.SQL("{base} ORDER BY {distance} LIMIT %s").format(
+                base=base, distance=distance
+            )
+            rows = s._cur.execute(statement, [*params, query, wanted], binary=True).fetchall()
     else:  # float32 bytes: every vector passing the filters is scored
         rows = s._cur.execute(base, params, binary=True).fetchall()
     if not rows:
@@ -712,6 +730,41 @@ def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[tuple[Memory, fl
         )
     }
     return [(found[seq], similarity) for seq, similarity in best]
+
+
+def _nearest_without_iterative_scan(
+    s: _Session,
+    base: sql.Composable,
+    key: sql.Composable,
+    distance: sql.Composable,
+    where: str,
+    params: list[Any],
+    query: np.ndarray,
+    wanted: int,
+) -> list[tuple[Any, ...]]:
+    """The ``wanted`` nearest rows passing the filters, on pgvector before 0.8.
+
+    There an HNSW scan ends after ``hnsw.ef_search`` rows, some of which the
+    filters reject: the scan is widened to a pool of the mind's nearest and the
+    filters pick from it. When fewer than ``wanted`` pass, the search is exact.
+    """
+    pool = min(HNSW_MAX_EF_SEARCH, max(s._store.options.hnsw_ef_search, wanted * POOL_FACTOR))
+    s.execute(f"SET LOCAL hnsw.ef_search = {int(pool)}")
+    widened = sql.SQL(
+        "SELECT m.seq, v.vector FROM (SELECT v.mind_id, v.memory_id, v.vector, "
+        "{distance} AS distance FROM vectors v WHERE {key} AND v.mind_id = %s "
+        "ORDER BY distance LIMIT {pool}) v "
+        "JOIN memories m ON m.mind_id = v.mind_id AND m.id = v.memory_id "
+        "WHERE true " + where + " ORDER BY v.distance LIMIT %s"
+    ).format(distance=distance, key=key, pool=sql.Literal(pool))
+    rows = s._cur.execute(widened, [query, *params, wanted], binary=True).fetchall()
+    if len(rows) < wanted:
+        # ``+ 0``: an order no index serves, so every row passing the filters is measured.
+        exact = sql.SQL("{base} ORDER BY ({distance}) + 0 LIMIT %s").format(
+            base=base, distance=distance
+        )
+        rows = s._cur.execute(exact, [*params, query, wanted], binary=True).fetchall()
+    return rows
 
 
 def _put_entities(s: _Session, op: ops.PutEntities) -> None:
@@ -1067,6 +1120,24 @@ _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
 # ---------------------------------------------------------------- the store
 
 
+def _installed_pgvector(conn: psycopg.Connection[Any]) -> str:
+    """The version of pgvector installed in the database, as ``pg_extension`` records it."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return str(row[0]) if row else ""
+
+
+def _pgvector_version(text: str) -> tuple[int, ...]:
+    """``0.8.0`` as ``(0, 8, 0)``; a ``StorageError`` when older than Noema supports."""
+    version = tuple(int(part) for part in re.findall(r"\d+", text))
+    if version < PGVECTOR_MIN_VERSION:
+        needed = ".".join(map(str, PGVECTOR_MIN_VERSION))
+        raise StorageError(
+            f"pgvector {text or '(version unknown)'} is too old: Noema needs {needed} or newer "
+            "(upgrade it, then ALTER EXTENSION vector UPDATE)"
+        )
+    return version
+
+
 class PostgresStorage:
     """A PostgreSQL database holding any number of minds, shared by any number of processes."""
 
@@ -1081,9 +1152,13 @@ class PostgresStorage:
         self._growth_lock = threading.Lock()
         self._grown = 0
         self._analyzed_rows = 0.0
+        #: pgvector's version as numbers, ``(0, 8, 0)``; None when vectors are bytes.
+        self.pgvector_version: tuple[int, ...] | None = None
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
                 self.pgvector = self._migrate(conn)
+                if self.pgvector:
+                    self.pgvector_version = _pgvector_version(_installed_pgvector(conn))
         except psycopg.OperationalError as exc:
             raise StorageError(
                 f"cannot connect to PostgreSQL at {_redact(self.conninfo)}: {_first_line(exc)}"
