@@ -1,7 +1,7 @@
 """The credential detector: every kind in a sentence, look-alikes, overlaps, huge inputs.
 
 Fake secrets are built from parts, so no literal here looks like a live credential to
-a secret scanner (the AWS documentation key ``AKIAIOSFODNN7EXAMPLE`` excepted).
+a secret scanner. AWS's documented example keys are look-alikes, not secrets.
 """
 
 from __future__ import annotations
@@ -61,11 +61,14 @@ PLAIN_PEM = (
     "-----BEGIN " + "PRIVATE KEY" + f"-----\n{KEY_BODY}\n" + ("-----END " + "PRIVATE KEY" + "-----")
 )
 PASSWORD = "hunter2" + "Xy9!"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY" + "EXAMPLEKEY"
+AWS_KEY_ID = "AKIA" + "Q7Z3X9W2" + "V8U4T6S1"
+AWS_SECRET = "h7Gk2Lq9Zr4Wm/Xn6Yb1" + "Vc3+Td5Ue7Sf9Rg0Ph2O"
+AWS_EXAMPLE_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_EXAMPLE_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY" + "EXAMPLEKEY"
 
 # (kind, secret, sentence with `S` where the secret goes)
 FOUND = [
-    ("aws-access-key", "AKIAIOSFODNN7EXAMPLE", "deploy with <S> and the usual role"),
+    ("aws-access-key", AWS_KEY_ID, "deploy with <S> and the usual role"),
     ("aws-access-key", "ASIA" + "J7" * 8, "the session key <S> expires at noon"),
     ("aws-secret-key", AWS_SECRET, "aws_secret_access_key = <S>\nregion = eu-west-1"),
     ("aws-secret-key", AWS_SECRET, 'set AWS_SECRET_ACCESS_KEY="<S>" in the runner'),
@@ -77,7 +80,7 @@ FOUND = [
     ("github-token", "ghr_" + GITHUB_BODY, "refresh with <S> tomorrow"),
     (
         "github-token",
-        "github_pat_" + "11ABCDEFG" + "0" * 13 + "_" + "aB3" * 19 + "xy",
+        "github_pat_" + "11ABCDEFG" + "0aZ9bY8cX7dW6" + "_" + "aB3" * 19 + "xy",
         "fine-grained PAT <S> for the docs repo",
     ),
     (
@@ -192,10 +195,165 @@ def test_look_alikes_are_not_secrets(text: str) -> None:
     assert redact_secrets(text) == (text, [])
 
 
+# ---------------------------------------------------------------- the corpus (issue 14)
+
+GITLAB = "glpat-" + "x7Yq2Lm9" + "Pz4Rt6Wb8Nc1"
+NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
+SENDGRID = (
+    "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "wX7zA9cE1gI3kM5oQ7sU9" + "wY1aC3eG5iK7mO9qS1uW3y"
+)
+VAULT = "hvs." + "CAESIJ7k2Lm9" + "Pz4Rt6Wb8Nc1Qx5Vy3"
+TELEGRAM = "123456789:" + "AA" + "Hk2Lm9Pz4Rt6Wb8N" + "c1Qx5Vy3Ze7Df0Ghj"
+AZURE_KEY = (
+    "q8Zr2Wm4Xn6Yb1Vc3Td5Ue7Sf9Rg0Ph2Oj4Ni6Mk8Ll1Kq3"
+    + "Jp5Io7Hr9Gs2Ft4Eu6Dv8Cw0Bx1Ay3Zz5Yw7Xv9"
+    + "=="
+)
+# The Azure Storage emulator's (Azurite's) account key, published in its documentation.
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/" + "K1SZFPTOtr/KBHBeksoGMGw=="
+)
+HEX40 = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+    + "2mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+# (kind, secret, sentence with `S` where the secret goes): credentials as people paste
+# them, among them every miss of the first detector that issue 14 lists.
+CREDENTIALS = [
+    ("aws-access-key", AWS_KEY_ID, "the id was key<S>x in the log"),
+    ("aws-access-key", AWS_KEY_ID, "export deploy_<S>"),
+    ("aws-access-key", AWS_KEY_ID, "aws_access_key_id=<S>"),
+    ("aws-access-key", "ASIA" + "K4M7P2Q9" + "R5T8V3W6", "temporary creds ASIA: <S>, from sts"),
+    ("aws-secret-key", AWS_SECRET, "my aws secret is <S>"),
+    ("aws-secret-key", AWS_SECRET, "the AWS one: <S>"),
+    ("aws-secret-key", AWS_SECRET, "[default]\naws_secret_access_key=<S>\n"),
+    ("aws-secret-key", AWS_SECRET, "put the secret <S> in ~/.aws/credentials"),
+    ("password", "hunter2", "wifi password=<S>"),
+    ("password", "correct horse battery staple", "passphrase: <S>"),
+    ("password", "correct horse battery staple", "GPG passphrase: <S>\nexpires 2027"),
+    ("password", "s3cr3t!", "mysql -u root --pass=<S> app"),
+    ("password", "abc123", "curl 'https://api.example.com/login?user=ada&pass=<S>'"),
+    ("password", "abc123", "pass=<S>"),
+    ("password", "hunter2", "my password is <S>"),
+    ("password", "sunflower42", "the wifi password is <S>."),
+    ("password", "Tr0ub4dor&3", "Password for the router is <S>, don't share it"),
+    ("password", "Tr0ub4dor&3", "my password was changed to <S> yesterday"),
+    ("password", "Tr0ub4dor&3", "the password's now <S>"),
+    ("password", "dragon", "the password is \u201c<S>\u201d"),
+    ("password", "pa55", '{"password": "<S>"}'),
+    ("password", "s3cr3t!", "db_pass: <S>"),
+    ("password", "4821", "the door passcode=<S>"),
+    ("password", "482916", "The passcode is <S>"),
+    ("gitlab-token", GITLAB, "git clone https://oauth2@gitlab.com/x.git with <S>"),
+    ("gitlab-token", GITLAB, "GITLAB_TOKEN=<S>"),
+    ("npm-token", NPM, "//registry.npmjs.org/:_authToken=<S>"),
+    ("npm-token", NPM, "publish with <S> from CI"),
+    ("sendgrid-key", SENDGRID, "SENDGRID_API_KEY=<S>"),
+    ("sendgrid-key", SENDGRID, "mail goes out through <S>."),
+    ("vault-token", VAULT, "vault login <S>"),
+    ("vault-token", VAULT, "VAULT_TOKEN=<S> vault kv get secret/app"),
+    ("telegram-bot-token", TELEGRAM, "the alerts bot token is <S>"),
+    ("telegram-bot-token", TELEGRAM, "https://api.telegram.org/bot<S>/sendMessage"),
+    (
+        "azure-storage-key",
+        AZURE_KEY,
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=<S>;"
+        "EndpointSuffix=core.windows.net",
+    ),
+    ("azure-storage-key", AZURE_KEY, "AZURE_STORAGE_ACCOUNT_KEY=<S>"),
+    ("github-token", "ghp_" + GITHUB_BODY, "GH_TOKEN=<S> gh pr list"),
+]
+
+# Ordinary text and code that looks like a credential: every false alarm of the first
+# detector that issue 14 lists, and near misses of the rules added for it (bare AWS
+# secrets, short and prose passwords, `pass=`, passphrases, the new token formats).
+LOOK_ALIKES = [
+    "token = tokens[0]",
+    "token = secrets.token_hex(32)",
+    "secrets.token_hex(32)",
+    "secret_key = secrets.token_urlsafe(64)",
+    "api_key = settings.API_KEY_V2",
+    "AKIAXXXXXXXXXXXXXXXX",
+    "the docs use AKIAIOSFODNN7EXAMPLE as the key id",
+    f"AWS_ACCESS_KEY_ID={AWS_EXAMPLE_KEY_ID}",
+    f"aws_secret_access_key = {AWS_EXAMPLE_SECRET}",
+    f"the example aws secret is {AWS_EXAMPLE_SECRET}",
+    "the ASIAPACIFIC2024BATCH7Q shipment",
+    "the secret: ingredient1 is love",
+    "the token value is generated and how it changes",
+    "headers = {'API-Key': process.env.DATA_API_KEY}",
+    'token = os.environ["GITHUB_TOKEN"]',
+    "aws configure set aws_secret_access_key $AWS_SECRET_ACCESS_KEY",
+    f"fixed the secret handling in {HEX40}",
+    f"sha1 of the aws secret file: {HEX40.upper()}",
+    f"the AWS secret's sha256: {SHA256}",
+    "aws request id 123e4567-e89b-12d3-a456-426614174000",
+    f"the secret avatar: {PNG}",
+    "password reset link sent",
+    "I forgot my password",
+    "enter your password",
+    "the password is case-sensitive",
+    "her password is her dog's name",
+    "my password is the same as before, 8+ characters",
+    "The password's strength meter is green",
+    "passwords must be 12 characters or more",
+    "if password is None: raise ValueError('no password')",
+    "require_password: true",
+    "password: str = Field(min_length=8)",
+    "def login(user, password=form.password): ...",
+    "login(password=pwd)",
+    "PASSWORD_MIN_LENGTH=12",
+    "Tip for choosing a passphrase: use four random words",
+    "the mountain pass: closed until May",
+    "bypass=true and first_pass=done",
+    "the runner uses glpat-token-for-the-ci-pipeline as a name",
+    "npm_config_registry=https://registry.npmjs.org/",
+    "see SG.config.json and hvs.example for the format",
+    "ghp_" + "x" * 36,
+    "AccountKey=<your-account-key>",
+    f"UseDevelopmentStorage=true or AccountName=devstoreaccount1;AccountKey={AZURITE_KEY}",
+    "epoch 1700000000:AAAA was the marker",
+    "'API-Key': process.env.DATA_API_KEY_V2",
+    "secret = hashlib.sha256(b).hexdigest()",
+    "the aws bucket path is Projects/Acme2024/QuarterlyReports/Final",
+    "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    "password: 'Enter password'",
+    "Password: required",
+    "password: SecretStr",
+    "password: (none)",
+    "password: !vault |",
+    "wifi_password: !secret wifi_password",
+    "the password is 8-16 characters",
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "secret", "template"),
+    CREDENTIALS,
+    ids=[f"{kind}-{i}" for i, (kind, _, _) in enumerate(CREDENTIALS)],
+)
+def test_the_corpus_credentials_are_found_with_their_kind(
+    kind: str, secret: str, template: str
+) -> None:
+    text = template.replace(S, secret)
+    start = text.index(secret)
+
+    assert find_secrets(text) == [SecretFinding(kind, start, start + len(secret))]
+    assert secret not in redact_secrets(text)[0]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_the_corpus_look_alikes_are_not_flagged(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_several_secrets_in_one_text_are_all_redacted() -> None:
     github = "ghp_" + GITHUB_BODY
     text = (
-        f"Rotate AKIAIOSFODNN7EXAMPLE today.\n"
+        f"Rotate {AWS_KEY_ID} today.\n"
         f"export GITHUB_TOKEN={github}\n"
         f"DATABASE_URL=postgres://app:{PASSWORD}@db:5432/app\n"
         f"curl -H 'Authorization: Bearer {JWT}' https://api.example.com\n"
@@ -241,21 +399,31 @@ def test_overlapping_matches_merge_into_one_finding() -> None:
 
 # Secrets, their parts and look-alikes, so random texts hit many patterns and overlaps.
 SECRETS = [
-    "AKIAIOSFODNN7EXAMPLE",
+    AWS_KEY_ID,
     "ghp_" + GITHUB_BODY,
     "sk-" + "Ab3d" * 12,
     JWT,
     PEM,
     f"postgres://u:{PASSWORD}@db/x",
+    GITLAB,
+    NPM,
+    SENDGRID,
+    VAULT,
+    TELEGRAM,
 ]
 FRAGMENTS = [
     *SECRETS,
+    AWS_SECRET,  # found only with `aws` or `secret` close by
     BEGIN_RSA,
     END_RSA,
     "password=",
     "api_key: ",
     '"',
     "Authorization: Bearer ",
+    "passphrase: ",
+    "my password is ",
+    "pass=",
+    "aws ",
     "://",
     ":",
     "@",
@@ -340,7 +508,7 @@ def test_a_megabyte_is_scanned_in_linear_time(text: str) -> None:
 # ---------------------------------------------------------------- the write policy
 
 
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+AWS_KEY = AWS_KEY_ID
 GITHUB = "ghp_" + "a1B2" * 9
 
 
