@@ -16,6 +16,7 @@ from concepts.enums import (
 )
 from concepts.models import (
     MAX_CONTENT_CHARS,
+    MAX_NOTE_CHARS,
     MAX_QUERY_CHARS,
     AuditEntry,
     Event,
@@ -46,6 +47,7 @@ __all__ = [
     "CONFIDENCE_HALF_LIFE_DAYS",
     "EPISTEMIC_WEIGHT",
     "MAX_CONTENT_CHARS",
+    "MAX_NOTE_CHARS",
     "MAX_QUERY_CHARS",
     "AttentionDecision",
     "AuditEntry",

@@ -39,6 +39,8 @@ MAX_TAGS = 32
 MAX_PAYLOAD_CHARS = 65_536
 #: Most results one recall may ask for.
 MAX_RECALL_LIMIT = 1_000
+#: Longest retraction reason or feedback note, in characters.
+MAX_NOTE_CHARS = 10_000
 
 
 def to_utc(value: datetime) -> datetime:
@@ -96,6 +98,18 @@ Tag = Annotated[
     str, AfterValidator(lambda v: _check_plain_label(v, what="tag", limit=MAX_TAG_CHARS))
 ]
 Tags = Annotated[tuple[Tag, ...], BeforeValidator(_not_one_string)]
+
+
+def _check_note(value: str) -> str:
+    _check_text(value, what="text")
+    if len(value) > MAX_NOTE_CHARS:
+        raise ValueError(f"longer than {MAX_NOTE_CHARS} characters")
+    return value
+
+
+#: Free text beside an action (a retraction's reason, a feedback note): at most
+#: ``MAX_NOTE_CHARS``.
+Note = Annotated[str, AfterValidator(_check_note)]
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "ManualClock", "SystemClock"]
 
 
+@runtime_checkable
 class Clock(Protocol):
     """Tells the current time as an aware UTC datetime."""
 

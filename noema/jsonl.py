@@ -18,6 +18,8 @@ def json_object(raw: bytes | str, where: str) -> dict[str, Any] | None:
     ``"input.jsonl line 3"``). Escapes may still spell lone surrogates: the models
     that validate the object name the field that holds one.
     """
+    if not isinstance(raw, bytes | str):
+        raise InvalidInput(f"{where}: expected a line of text, not {type(raw).__name__}")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:

@@ -7,6 +7,8 @@ before and after. Recall never writes here: it runs with ``peek``.
 
 from __future__ import annotations
 
+import inspect
+import io
 import json
 import math
 import os
@@ -21,14 +23,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from concepts import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, score_reproduces
+from concepts import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, score_reproduces
 from noema import (
     Channel,
     ConfigError,
     Epistemic,
     InvalidInput,
+    MemoryInput,
     MemoryKind,
     Mind,
+    NoemaError,
     NotFound,
     Relation,
     Status,
@@ -935,3 +939,301 @@ def test_open_refuses_a_database_url_with_a_nul_byte(tmp_path: Path) -> None:
     """A NUL in the database URL is a ConfigError, not the driver's ValueError."""
     with pytest.raises(ConfigError):
         Mind.open(f"sqlite:///{tmp_path}/a\x00b.db", "default")
+
+
+# ---------------------------------------------------------------- wrong types at the API (issue 14)
+
+#: Wrong types and out-of-range values: each replaces one valid argument in turn.
+WRONG_VALUES: list[Any] = [
+    None, "x", "", -1, 0, 2**63, -(2**63) - 1, 10**30, 1.5, math.nan, {}, {"a": 1},
+    [None], [1], object(),
+]  # fmt: skip
+MEMORY, OTHER, PROPOSAL = "<memory>", "<other memory>", "<proposal>"
+#: Every public ``Mind`` method that takes arguments, with valid ones (ids filled in later).
+MIND_CALLS: dict[str, dict[str, Any]] = {
+    "remember": {
+        "content": "a fuzzed memory",
+        "kind": "semantic",
+        "epistemic": "claim",
+        "channel": "user",
+        "key": "fuzz.key",
+        "importance": 0.5,
+        "confidence": 0.8,
+        "salience": 0.5,
+        "decay": "stable",
+        "valid_from": "2025-01-01",
+        "at": "2025-06-01",
+        "tags": ["fuzz"],
+        "payload": {"n": 1},
+        "summary": "a summary",
+        "links": [("related_to", MEMORY)],
+        "force": False,
+        "origin_event": None,
+    },
+    "remember_many": {
+        "items": [{"content": "fuzzed in bulk"}],
+        "batch_size": 10,
+        "force": False,
+        "progress": None,
+    },
+    "check_policy": {"items": [MemoryInput(content="x")], "force": False, "labels": ["one"]},
+    "supersede": {"old_id": MEMORY, "content": "a fuzzed new version", "links": []},
+    "relate": {
+        "src": MEMORY,
+        "relation": "related_to",
+        "dst": OTHER,
+        "confidence": 1.0,
+        "source": "api",
+    },
+    "retract": {"memory_id": MEMORY, "reason": "wrong"},
+    "feedback": {"memory_id": MEMORY, "value": 0.5, "note": "useful"},
+    "approve": {"relationship_id": PROPOSAL},
+    "reject": {"relationship_id": PROPOSAL},
+    "plan_forget": {
+        "ids": [MEMORY],
+        "key": "user.home_city",
+        "filters": {"tags": ["seed0"]},
+        "containing": "cat",
+    },
+    "forget": {
+        "ids": ["no-such-memory"],
+        "key": "no.such.key",
+        "filters": None,
+        "containing": None,
+    },
+    "recall": {
+        "query": "cat",
+        "limit": 5,
+        "filters": {"tags": ["seed0"]},
+        "as_of": None,
+        "peek": True,
+        "mode": "any",
+        "fusion": None,
+        "explore": False,
+        "seed": None,
+        "depth": "fast",
+    },
+    "get": {"memory_id": MEMORY},
+    "relationships": {"memory_id": MEMORY},
+    "events": {
+        "memory_id": MEMORY,
+        "kinds": ["memory_created"],
+        "limit": 10,
+        "newest_first": False,
+        "after_seq": 0,
+    },
+    "observe": {
+        "content": "an observed thing",
+        "channel": "user",
+        "at": None,
+        "salience": 0.8,
+        "payload": None,
+    },
+    "verify": {"against": None},
+    "wait_for_embeddings": {"progress": None, "timeout": 1.0},
+    "embed_missing": {"progress": None, "batch": 16, "stop": None},
+    "reindex": {"progress": None, "batch": 100},
+    "export": {"fp": io.StringIO()},
+    "import_": {"source": []},
+    "workspace": {
+        "processes": None,
+        "attention": None,
+        "chat_model": None,
+        "embedder": None,
+        "timeout": 1.0,
+        "max_failures": 3,
+    },
+}
+
+
+def test_the_fuzzed_methods_are_every_public_method_with_arguments() -> None:
+    """A new method of ``Mind`` joins ``MIND_CALLS``, with every one of its arguments."""
+    public: dict[str, list[str]] = {}
+    for name, member in vars(Mind).items():
+        if name.startswith("_") or not callable(member) or isinstance(member, classmethod):
+            continue
+        parameters = inspect.signature(member).parameters
+        named = [
+            p.name for p in parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD
+        ]
+        if named:
+            public[name] = named
+    assert sorted(public) == sorted(MIND_CALLS)
+    for name, named in public.items():
+        assert set(named) <= set(MIND_CALLS[name]), name
+
+
+def _fill(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, list):
+        return [_fill(v, ids) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_fill(v, ids) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("method", sorted(MIND_CALLS))
+def test_every_mind_method_refuses_wrong_types_with_a_noema_error(
+    seeded: Mind, method: str
+) -> None:
+    """None, a string for a list, negative or huge numbers, dicts: a NoemaError or an answer.
+
+    Never a bare TypeError, AttributeError, OverflowError or pydantic ValidationError,
+    and a refused call writes nothing.
+    """
+    first, second = [r.memory.id for r in seeded.recall("", peek=True)][:2]
+    ids = {MEMORY: first, OTHER: second, PROPOSAL: seeded.relate(first, "same_as", second).id}
+    valid = {name: _fill(value, ids) for name, value in MIND_CALLS[method].items()}
+    escaped: list[str] = []
+    before = snapshot(seeded)
+    for name in valid:
+        for wrong in WRONG_VALUES:
+            arguments = {**valid, name: wrong}
+            try:
+                getattr(seeded, method)(**arguments)
+            except NoemaError as exc:
+                assert "\n" not in str(exc), (name, wrong, str(exc))
+                if snapshot(seeded) != before:
+                    escaped.append(f"{name}={wrong!r}: refused ({exc}) but wrote")
+            except Exception as exc:
+                escaped.append(f"{name}={wrong!r}: {type(exc).__name__}: {exc}"[:300])
+            else:
+                before = snapshot(seeded)
+    assert not escaped, "\n".join(escaped)
+
+
+def test_open_refuses_wrong_types_with_a_noema_error(store_url: str) -> None:
+    valid: dict[str, Any] = {
+        "url": store_url,
+        "name": "fuzzed",
+        "config": None,
+        "clock": None,
+        "settings": None,
+        "embedder": "none",
+        "reranker": "none",
+    }
+    escaped: list[str] = []
+    for name in valid:
+        for wrong in WRONG_VALUES:
+            try:
+                Mind.open(**{**valid, name: wrong}).close()
+            except NoemaError as exc:
+                assert "\n" not in str(exc), (name, wrong, str(exc))
+            except Exception as exc:
+                escaped.append(f"{name}={wrong!r}: {type(exc).__name__}: {exc}"[:300])
+    assert not escaped, "\n".join(escaped)
+
+
+def test_an_argument_of_the_wrong_type_is_invalid_input_naming_it(seeded: Mind) -> None:
+    target = seeded.recall("cat", peek=True)[0].memory.id
+    before = snapshot(seeded)
+    for call, name in [
+        (lambda: seeded.retract(target, reason=None), "reason"),  # type: ignore[arg-type]
+        (lambda: seeded.remember("x", links="x"), "links"),  # type: ignore[arg-type]
+        (lambda: seeded.remember("x", links=[5]), "links"),  # type: ignore[list-item]
+        (lambda: seeded.remember_many([{"content": "x"}], batch_size=-1), "batch_size"),
+        (lambda: seeded.remember_many(["just a string"]), "item 1"),  # type: ignore[list-item]
+        (lambda: seeded.remember_many(None), "items"),  # type: ignore[arg-type]
+        (lambda: seeded.events(limit=2**63), "limit"),
+        (lambda: seeded.events(after_seq=-1), "after_seq"),
+        (lambda: seeded.feedback(target, "good"), "value"),  # type: ignore[arg-type]
+        (lambda: seeded.get(None), "memory_id"),  # type: ignore[arg-type]
+        (lambda: seeded.forget(key=" "), "key"),
+        (lambda: seeded.import_(None), "source"),  # type: ignore[arg-type]
+        (lambda: seeded.export(None), "fp"),  # type: ignore[arg-type]
+    ]:
+        with pytest.raises(InvalidInput) as caught:
+            call()
+        message = str(caught.value)
+        assert name in message and "\n" not in message, message
+        assert isinstance(caught.value, ValueError)
+    assert snapshot(seeded) == before
+
+
+def test_reasons_and_notes_have_a_size_limit(seeded: Mind) -> None:
+    """A retraction reason (5 MB) and a feedback note (1 MB) were stored whole."""
+    target = seeded.recall("cat", peek=True)[0].memory.id
+    before = snapshot(seeded)
+    with pytest.raises(InvalidInput, match=f"reason.*{MAX_NOTE_CHARS}") as caught:
+        seeded.retract(target, reason="r" * 5 * ONE_MB)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(InvalidInput, match=f"note.*{MAX_NOTE_CHARS}"):
+        seeded.feedback(target, 0.5, note="n" * ONE_MB)
+    with pytest.raises(InvalidInput, match="reason"):
+        seeded.retract(target, reason="nul \x00 inside")
+    assert snapshot(seeded) == before
+    # The limit itself is allowed.
+    assert seeded.feedback(target, 0.5, note="n" * MAX_NOTE_CHARS).feedback_count == 1
+    assert seeded.retract(target, reason="r" * MAX_NOTE_CHARS).status == Status.RETRACTED
+
+
+def test_cli_refuses_a_huge_reason_and_note(
+    seeded: Mind, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = seeded.recall("cat", peek=True)[0].memory.id
+    before = snapshot(seeded)
+    big = "x" * (MAX_NOTE_CHARS + 1)
+    assert_refused(*cli(capsys, store_url, "memory", "retract", target, "--reason", big), "reason")
+    assert_refused(
+        *cli(capsys, store_url, "memory", "feedback", target, "1", "--note", big), "note"
+    )
+    assert snapshot(seeded) == before
+
+
+def test_cli_forget_refuses_a_blank_key(
+    seeded: Mind, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(seeded)
+    assert_refused(*cli(capsys, store_url, "forget", "--key", " ", "--yes"), "key")
+    assert_refused(*cli(capsys, store_url, "forget", "--key", " ", "--dry-run"), "key")
+    assert snapshot(seeded) == before
+
+
+@pytest.mark.parametrize("limit", [str(2**63), str(10**30)])
+def test_cli_events_refuses_a_limit_past_64_bits(
+    seeded: Mind, store_url: str, capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    assert_refused(*cli(capsys, store_url, "events", "--limit", limit), "limit")
+
+
+@pytest.mark.parametrize(
+    ("url", "names"),
+    [
+        ("postgresql://[::1", ("database URL",)),
+        ("postgresql://[::1]:99999999/db", ("database URL",)),
+        ("postgres://h\x00st/db", ("database URL",)),
+        ("sqlite:////dev/null", ("/dev/null", "not a regular file")),
+        ("sqlite:////dev", ("/dev", "directory")),
+    ],
+)
+def test_cli_refuses_an_unusable_database_url(
+    capsys: pytest.CaptureFixture[str], url: str, names: tuple[str, ...]
+) -> None:
+    assert_refused(*cli(capsys, url, "stats"), *names)
+
+
+def test_cli_refuses_a_database_file_name_too_long(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A name past the file system's 255 bytes was an OSError traceback."""
+    url = f"sqlite:///{tmp_path}/{'a' * 300}.db"
+    assert_refused(*cli(capsys, url, "stats"), "too long")
+    assert_refused(*cli(capsys, f"sqlite:///{tmp_path}/{'d' * 300}/noema.db", "stats"), "too long")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_refuses_a_file_that_is_not_a_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database, just some notes\n" * 100, encoding="utf-8")
+    assert_refused(*cli(capsys, f"sqlite:///{path}", "stats"), str(path), "not a SQLite database")
+    assert path.read_text(encoding="utf-8").startswith("not a database")
+
+
+def test_console_refuses_unusable_databases_without_a_traceback(tmp_path: Path) -> None:
+    assert_console_refused(console("--db", "postgresql://[::1", "stats"), "database URL")
+    assert_console_refused(console("--db", "sqlite:////dev/null", "stats"), "/dev/null")
+    long_name = f"sqlite:///{tmp_path}/{'a' * 300}.db"
+    assert_console_refused(console("--db", long_name, "stats"), "too long")

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
+import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
-from concepts import EventKind, Relation, RelationStatus, Status
+from concepts import MAX_NOTE_CHARS, EventKind, Relation, RelationStatus, Status
 from noema import Mind
 from noema.mcp.server import build_server
 
@@ -241,3 +245,148 @@ def test_noema_mcp_serves_over_stdio(tmp_path: Path) -> None:
             "The deploy key lives in the vault"
         ]
         assert mind.verify().ok
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "name"),
+    [
+        ("recall", {"query": "x", "limit": "ten"}, "limit"),
+        ("recall", {"query": 5}, "query"),
+        ("recall", {"query": "x", "kinds": "semantic"}, "kinds"),
+        ("remember", {"content": ["a", "list"]}, "content"),
+        ("remember", {"content": "x", "tags": [1, 2]}, "tags"),
+        ("remember", {"content": "x", "kind": "dream", "importance": "lots"}, "kind"),
+        ("feedback", {"id": "0", "value": "good"}, "value"),
+        ("relate", {"src": "0", "relation": "likes", "dst": "1"}, "relation"),
+        ("get", {}, "id"),
+        ("timeline", {"id": "0", "limit": 10**30}, "limit"),
+        ("retract", {"id": "0", "reason": "r" * (MAX_NOTE_CHARS + 1)}, "reason"),
+        ("feedback", {"id": "0", "value": 1, "note": "n" * 1_000_000}, "note"),
+    ],
+)
+def test_argument_errors_are_one_line_naming_the_argument(
+    mind: Mind, tool: str, arguments: dict[str, Any], name: str
+) -> None:
+    """Not pydantic's report: several lines, with the values and a link to its docs."""
+
+    async def script(s: Session) -> None:
+        text = await s.error(tool, **arguments)
+        assert "\n" not in text, text
+        assert text.startswith(f"Error executing tool {tool}: {name}: "), text
+        assert "validation error" not in text and "input_value" not in text, text
+        assert len(text) < 300, text
+
+    drive(mind, script)
+    assert mind.stats()["total"] == 0 and mind.events() == []
+
+
+class RawServer:
+    """``noema mcp`` as a subprocess, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, url: str, log: Path) -> None:
+        self.log = log.open("wb")
+        self.process = subprocess.Popen(
+            [NOEMA, "--db", url, "--embedder", "none", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        assert self.process.stdout is not None
+        self.reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        for line in stdout:
+            self.lines.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=30)
+        except queue.Empty:
+            pytest.fail("no reply within 30 seconds")
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        message = json.loads(line)
+        assert isinstance(message, dict)
+        return message
+
+    def request(self, ident: int, method: str, params: dict[str, Any] | None = None) -> Any:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(json.dumps(message).encode())
+        reply = self.reply()
+        assert reply.get("id") == ident and "result" in reply, reply
+        return reply["result"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            self.reader.join(timeout=30)
+            assert self.process.stdout is not None
+            self.process.stdout.close()
+            self.log.close()
+
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+#: (a line no JSON-RPC message is read from, the error code, the reply's id).
+HOSTILE_LINES = {
+    "lone surrogate": (CALL % (2, b"remember", b'{"content":"a \\ud800 b"}'), PARSE_ERROR, None),
+    "5,000-digit integer": (
+        CALL % (3, b"recall", b'{"query":"x","limit":' + b"9" * 5_000 + b"}"),
+        PARSE_ERROR,
+        None,
+    ),
+    "100k-deep nesting": (
+        CALL % (4, b"remember", b'{"content":"x","tags":' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+        PARSE_ERROR,
+        None,
+    ),
+    "batch": (b'[{"jsonrpc":"2.0","id":5,"method":"ping"}]', INVALID_REQUEST, None),
+    "empty batch": (b"[]", INVALID_REQUEST, None),
+    "not JSON": (b'{"jsonrpc":"2.0","id":6,', PARSE_ERROR, None),
+    "not a message": (b'{"jsonrpc":"2.0","id":7,"method":5}', INVALID_REQUEST, 7),
+    "a bare number": (b"42", INVALID_REQUEST, None),
+}
+
+
+def test_every_raw_json_rpc_line_gets_a_reply_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    """Each of these once got no reply at all, leaving the client waiting."""
+    url = f"sqlite:///{tmp_path / 'raw.db'}"
+    server = RawServer(url, tmp_path / "server.log")
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        assert "capabilities" in server.request(1, "initialize", init)
+        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for index, (name, (line, code, ident)) in enumerate(HOSTILE_LINES.items(), start=100):
+            server.send(line)
+            reply = server.reply()
+            assert reply.get("jsonrpc") == "2.0" and reply.get("id") == ident, (name, reply)
+            assert reply["error"]["code"] == code, (name, reply)
+            assert "\n" not in reply["error"]["message"], (name, reply)
+            assert server.request(index, "ping") == {}, name  # still serving
+        found = server.request(200, "tools/call", {"name": "recall", "arguments": {"query": "x"}})
+        assert found["isError"] is False and found["structuredContent"] == {"results": []}
+    finally:
+        server.close()
+    assert b"Traceback" not in (tmp_path / "server.log").read_bytes()
+    with Mind.open(url, "default", embedder="none") as mind:
+        assert mind.stats()["total"] == 0 and mind.events() == []

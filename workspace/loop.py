@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from concepts import (
     AttentionDecision,
@@ -41,6 +41,7 @@ __all__ = ["CycleReport", "ProcessProtocol", "Workspace"]
 log = logging.getLogger(__name__)
 
 
+@runtime_checkable
 class ProcessProtocol(Protocol):
     """What the workspace calls; ``processes.Process`` implements it with no-op defaults."""
 

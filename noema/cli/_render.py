@@ -7,7 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from concepts import Event, Memory, RecallResult, Relationship
-from noema.memory.audit import iso
+from noema.memory.audit import VerifyReport, iso
 
 
 def plain(value: Any) -> Any:
@@ -134,3 +134,17 @@ class Progress:
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def verify_json(report: VerifyReport) -> dict[str, Any]:
+    """What ``verify`` says, the same on the CLI and over MCP."""
+    return {
+        "ok": report.ok,
+        "entries": report.entries,
+        "events": report.events,
+        "memories": report.memories,
+        "relationships": report.relationships,
+        "unrecorded": report.unrecorded,
+        "problem": report.problem,
+        "problems": report.problems,
+    }

@@ -6,23 +6,45 @@ and write to that mind: an id of another mind is simply not found. Inputs are
 validated by the SDK against each tool's signature, then by Noema's models;
 a problem comes back as a tool error with one line naming it, and nothing is
 written. Database calls run in worker threads, so the server keeps answering.
+
+Over stdio every line gets a reply: one that is not a JSON-RPC message gets
+the error the JSON-RPC spec names (-32700 for JSON that cannot be parsed,
+-32600 for anything else, a batch included: MCP has none), where the SDK's
+transport would drop it and leave the client waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    InputRequiredResult,
+    JSONRPCError,
+)
+from pydantic import ValidationError
 
 from concepts import Channel
+from noema._arguments import argument_error
 from noema.cli import _render as render
 from noema.errors import NoemaError
 from noema.mind import Mind, recall_query
 
-__all__ = ["WRITE_CHANNELS", "build_server"]
+__all__ = ["WRITE_CHANNELS", "NoemaServer", "build_server"]
 
 T = TypeVar("T")
 
@@ -48,9 +70,110 @@ async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise ToolError(str(exc)) from None
 
 
-def build_server(mind: Mind) -> MCPServer:
+class NoemaServer(MCPServer[Any]):
+    """``MCPServer`` with one-line argument errors, answering every line on stdio."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # The SDK would quote pydantic's report: several lines, with the values.
+            raise ToolError(f"Error executing tool {name}: {argument_error(cause)}") from cause
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            server = self._lowlevel_server
+            await server.run(
+                _Answering(read_stream, write_stream),
+                write_stream,
+                server.create_initialization_options(),
+            )
+
+
+class _Answering:
+    """A transport's read stream that answers the lines it could not read.
+
+    The transport puts an exception on the stream for such a line, which the
+    server drops; here it becomes an error reply, and the next line is read.
+    """
+
+    def __init__(self, inner: Any, replies: Any) -> None:
+        self._inner = inner
+        self._replies = replies
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context of the last message (read by the SDK's dispatcher)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            # Closed when the server is shutting down: nobody to answer.
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._replies.send(SessionMessage(_error_reply(item)))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+def _error_reply(exc: Exception) -> JSONRPCError:
+    """The JSON-RPC error for a line the transport could not read as a message."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors or any(e["type"] == "json_invalid" for e in errors):
+        # Invalid JSON, or JSON past the parser's limits (depth, a 5,000-digit number).
+        detail = " ".join(str(errors[0]["msg"] if errors else exc).split())
+        return _error(None, PARSE_ERROR, f"Parse error: {detail}")
+    # The whole message is the input of an error about it, not about one of its fields.
+    whole = [
+        e["input"]
+        for e in errors
+        if len(e["loc"]) == 1 or (len(e["loc"]) == 2 and e["type"] == "missing")
+    ]
+    data = whole[0] if whole else None
+    if isinstance(data, list):
+        return _error(None, INVALID_REQUEST, "Invalid Request: batches are not supported")
+    ident = data.get("id") if isinstance(data, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        ident = None
+    return _error(ident, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+
+
+def _error(ident: int | str | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
+
+
+def build_server(mind: Mind) -> NoemaServer:
     """An MCP server whose tools read and write ``mind`` and nothing else."""
-    server = MCPServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = NoemaServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
     async def remember(
@@ -211,14 +334,7 @@ def build_server(mind: Mind) -> MCPServer:
 
     @server.tool()
     async def verify() -> dict[str, Any]:
-        """Check the mind's audit chain, its events and every content hash."""
-        report = await _call(mind.verify)
-        return {
-            "ok": report.ok,
-            "entries": report.entries,
-            "events": report.events,
-            "memories": report.memories,
-            "problem": report.problem,
-        }
+        """Check the audit chain, its events, and every memory and edge against them."""
+        return render.verify_json(await _call(mind.verify))
 
     return server

@@ -221,6 +221,9 @@ def as_reranker(value: Reranker | Any) -> Reranker:
     """A ``Reranker`` as it is, or a LangChain document compressor wrapped as one."""
     if isinstance(value, Reranker):
         return value
+    if not callable(getattr(value, "compress_documents", None)):
+        kind = type(value).__name__
+        raise ConfigError(f"reranker: a Reranker or a LangChain document compressor, not {kind}")
     return CompressorReranker(value)
 
 
