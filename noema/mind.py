@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
-from pydantic import ValidationError
+from pydantic import SkipValidation, ValidationError
 
 from concepts import (
     Channel,
@@ -32,14 +32,16 @@ from concepts import (
     RelationStatus,
     Status,
 )
+from concepts.models import Key, Note
+from noema._arguments import Count, Position, checked
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
 from noema.errors import ConfigError, InvalidInput, NotFound, from_validation
 from noema.ids import new_id
-from noema.memory.audit import VerifyReport, verify_records
+from noema.memory.audit import Checkpoint, VerifyReport, checkpoint_of, verify_records
 from noema.memory.decay import DecayReport, run_decay
-from noema.memory.policy import apply_secret_policy
+from noema.memory.policy import apply_secret_policy, screen_name
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.recall import Recaller
 from noema.memory.reconciler import Reconciler, entity_refs, memory_keys
@@ -50,6 +52,7 @@ from noema.memory.transfer import (
     iter_audit,
     iter_events,
     iter_memories,
+    iter_relationships,
     parse_export,
     restore,
 )
@@ -62,6 +65,9 @@ Progress = Callable[[int, int], None]
 
 
 def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
+    if not isinstance(fields, Mapping):
+        kind = type(fields).__name__
+        raise InvalidInput(f"{what} a memory is a MemoryInput or a mapping, not {kind}".strip())
     try:
         return MemoryInput.model_validate(dict(fields))
     except ValidationError as exc:
@@ -201,6 +207,7 @@ class Mind:
     # ------------------------------------------------------------ lifecycle
 
     @classmethod
+    @checked
     def open(
         cls,
         url: str | None = None,
@@ -232,6 +239,8 @@ class Mind:
         name = name.strip()
         if not name or len(name) > 100 or any(ord(c) < 32 for c in name):
             raise InvalidInput("mind: a mind name is 1 to 100 printable characters")
+        config = config or settings.mind_config(name)
+        screen_name(name, config.policy)
         storage = open_storage(url or settings.url())
         try:
             clock = clock or SystemClock()
@@ -244,7 +253,7 @@ class Mind:
         return cls(
             storage,
             info,
-            config=config or settings.mind_config(name),
+            config=config,
             clock=clock,
             embedder=embedder,
             reranker=reranker,
@@ -282,6 +291,7 @@ class Mind:
 
     # ------------------------------------------------------------ writing
 
+    @checked
     def remember(
         self,
         content: str,
@@ -336,11 +346,12 @@ class Mind:
         )
         return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
 
+    @checked
     def remember_many(
         self,
-        items: Iterable[MemoryInput | Mapping[str, Any]],
+        items: SkipValidation[Iterable[MemoryInput | Mapping[str, Any]]],
         *,
-        batch_size: int | None = None,
+        batch_size: Count | None = None,
         force: bool = False,
         progress: Progress | None = None,
     ) -> list[Memory]:
@@ -349,6 +360,8 @@ class Mind:
         Every item is validated and checked against the write policy before the
         first batch is written, so bad input writes nothing.
         """
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InvalidInput(f"items: a list of memories, not {type(items).__name__}")
         inputs = [
             item if isinstance(item, MemoryInput) else _input(item, what=f"item {index}:")
             for index, item in enumerate(items, start=1)
@@ -374,6 +387,7 @@ class Mind:
             self._background.start()
         return written
 
+    @checked
     def check_policy(
         self,
         items: Sequence[MemoryInput],
@@ -384,6 +398,7 @@ class Mind:
         """Raise ``PolicyViolation`` for the first item the write policy refuses."""
         self._reconciler.check_policy(items, force=force, labels=labels)
 
+    @checked
     def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
         """Write ``content`` as the new version of ``old_id`` (same kind and key unless given)."""
         old = self.get(old_id)
@@ -391,9 +406,13 @@ class Mind:
         fields.setdefault("key", old.key)
         fields.setdefault("epistemic", old.epistemic)
         fields.setdefault("channel", old.channel)
-        links = [*fields.pop("links", ()), Link(relation=Relation.SUPERSEDES, target=old.id)]
+        extra = fields.pop("links", ())
+        if isinstance(extra, str) or not isinstance(extra, Sequence):
+            raise InvalidInput(f"links: a list of links, not {type(extra).__name__}")
+        links = [*extra, Link(relation=Relation.SUPERSEDES, target=old.id)]
         return self.remember(content, links=links, **fields)
 
+    @checked
     def relate(
         self,
         src: str,
@@ -412,11 +431,13 @@ class Mind:
             src, link.relation, link.target, confidence=link.confidence, source=source
         )
 
-    def retract(self, memory_id: str, *, reason: str) -> Memory:
+    @checked
+    def retract(self, memory_id: str, *, reason: Note) -> Memory:
         """Mark a memory inaccurate; it is kept for provenance and leaves normal recall."""
         return self._reconciler.retract(memory_id, reason=reason)
 
-    def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
+    @checked
+    def feedback(self, memory_id: str, value: float, *, note: Note | None = None) -> Memory:
         """Tell the mind a memory was useful/true (up to 1) or not (down to -1)."""
         return self._reconciler.feedback(memory_id, value, note=note)
 
@@ -425,21 +446,24 @@ class Mind:
         with self.storage.transaction(write=False) as session:
             return session.run(ops.FindRelationships(self.id, statuses=[RelationStatus.PROPOSED]))
 
+    @checked
     def approve(self, relationship_id: str) -> Relationship:
         """Approve a merge proposal: the proposing memory is archived into its target."""
         return self._reconciler.decide(relationship_id, approve=True)
 
+    @checked
     def reject(self, relationship_id: str) -> Relationship:
         """Reject a merge proposal; both memories stay as they are."""
         return self._reconciler.decide(relationship_id, approve=False)
 
     # ------------------------------------------------------------ purge
 
+    @checked
     def plan_forget(
         self,
-        ids: Sequence[str] = (),
+        ids: str | Sequence[str] = (),
         *,
-        key: str | None = None,
+        key: Key | None = None,
         filters: RecallFilters | Mapping[str, Any] | None = None,
         containing: str | None = None,
     ) -> PurgePlan:
@@ -451,11 +475,12 @@ class Mind:
                 session, self.info, ids=ids, key=key, filters=chosen, containing=containing
             )
 
+    @checked
     def forget(
         self,
-        ids: Sequence[str] = (),
+        ids: str | Sequence[str] = (),
         *,
-        key: str | None = None,
+        key: Key | None = None,
         filters: RecallFilters | Mapping[str, Any] | None = None,
         containing: str | None = None,
     ) -> PurgeReport:
@@ -490,6 +515,7 @@ class Mind:
 
     # ------------------------------------------------------------ reading
 
+    @checked
     def recall(
         self,
         query: str | RecallQuery = "",
@@ -532,6 +558,7 @@ class Mind:
             )
         return self._recaller.recall(query)
 
+    @checked
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, whatever its status."""
         with self.storage.transaction(write=False) as session:
@@ -540,19 +567,21 @@ class Mind:
             raise NotFound(f"no memory {memory_id} in mind {self.name!r}")
         return found[0]
 
+    @checked
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""
         with self.storage.transaction(write=False) as session:
             return session.run(ops.FindRelationships(self.id, memory_ids=[memory_id]))
 
+    @checked
     def events(
         self,
         *,
         memory_id: str | None = None,
         kinds: Sequence[EventKind | str] = (),
-        limit: int | None = None,
+        limit: Count | None = None,
         newest_first: bool = False,
-        after_seq: int | None = None,
+        after_seq: Position | None = None,
     ) -> list[Event]:
         """The mind's events in append order (or newest first); ``after_seq`` skips older ones."""
         with self.storage.transaction(write=False) as session:
@@ -585,6 +614,7 @@ class Mind:
 
     # ------------------------------------------------------------ the workspace
 
+    @checked
     def workspace(
         self,
         processes: Sequence[ProcessProtocol] | None = None,
@@ -613,6 +643,7 @@ class Mind:
             ctx, chosen, attention=attention, timeout=timeout, max_failures=max_failures
         )
 
+    @checked
     def observe(
         self,
         content: str,
@@ -650,6 +681,7 @@ class Mind:
 
     # ------------------------------------------------------------ maintenance
 
+    @checked
     def wait_for_embeddings(
         self, progress: Progress | None = None, *, timeout: float | None = None
     ) -> bool:
@@ -660,11 +692,12 @@ class Mind:
         """
         return self._background.wait(progress, timeout)
 
+    @checked
     def embed_missing(
         self,
         progress: Progress | None = None,
         *,
-        batch: int = 256,
+        batch: Count = 256,
         stop: threading.Event | None = None,
     ) -> int:
         """Embed every memory that has no vector under the configured model; returns how many.
@@ -695,7 +728,8 @@ class Mind:
                 progress(min(done, max(todo, done)), max(todo, done))
         return done
 
-    def reindex(self, progress: Progress | None = None, *, batch: int = 1_000) -> int:
+    @checked
+    def reindex(self, progress: Progress | None = None, *, batch: Count = 1_000) -> int:
         """Rebuild every memory's entity links and expanded keys; returns how many were read.
 
         New memories get both as they are written; this brings memories written
@@ -728,14 +762,28 @@ class Mind:
         """Run the decay job now (idempotent; never deletes)."""
         return run_decay(self.storage, self.info, self.config, self.clock)
 
-    def verify(self) -> VerifyReport:
-        """Check the audit chain, the events it covers and every content hash."""
+    @checked
+    def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:
+        """Check the audit chain, its events, and every memory and edge against them.
+
+        ``against``: a ``checkpoint()`` kept outside the database; the chain
+        must still hold its entry, so a cut-off tail or rewritten history shows.
+        """
+        if against is not None and against.mind_id != self.id:
+            raise InvalidInput(f"checkpoint: it is of another mind, not {self.name!r}")
         with self.storage.transaction(write=False) as session:
             return verify_records(
                 iter_audit(session, self.id),
                 iter_events(session, self.id),
                 iter_memories(session, self.id),
+                iter_relationships(session, self.id),
+                against=against,
             )
+
+    def checkpoint(self) -> Checkpoint:
+        """The head of the audit chain now: keep it elsewhere, verify against it later."""
+        with self.storage.transaction(write=False) as session:
+            return checkpoint_of(self.id, session.run(ops.AuditHead(self.id)))
 
     def export_lines(self) -> list[str]:
         """The mind as JSONL lines (no newlines), from one consistent snapshot."""
@@ -743,6 +791,8 @@ class Mind:
 
     def export(self, fp: IO[str]) -> int:
         """Write the mind as JSONL to ``fp``; returns the number of lines."""
+        if not callable(getattr(fp, "write", None)):
+            raise InvalidInput(f"fp: a text file open for writing, not {type(fp).__name__}")
         count = 0
         for line in export_lines(self.storage, self.info):
             fp.write(line + "\n")
@@ -757,5 +807,9 @@ class Mind:
         ``source`` is the export's lines (a file or any iterable), or an
         ``ExportData`` already checked with ``noema.memory.transfer.parse_export``.
         """
-        data = source if isinstance(source, ExportData) else parse_export(source)
-        return restore(self.storage, self.info, data)
+        if isinstance(source, ExportData):
+            return restore(self.storage, self.info, source)
+        if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
+            raise InvalidInput(f"source: an export's lines or file, not {type(source).__name__}")
+        data = parse_export(source)
+        return restore(self.storage, self.info, data, self.config.policy)

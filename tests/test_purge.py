@@ -231,3 +231,41 @@ def test_noema_forget_on_the_command_line(tmp_path: Path) -> None:
     nothing = noema("forget", "--yes")
     assert nothing.returncode == 2 and "name memories" in nothing.stderr
     assert noema("verify").returncode == 0
+
+
+def test_forget_containing_matches_every_field_and_every_event(
+    open_mind: Callable[..., Mind], store_url: str
+) -> None:
+    """Summary, payload keys and values, tags, key and the text of events: none survives."""
+    mind = open_mind("private", embedder="hash")
+    for n in range(50):
+        mind.remember(f"Ordinary clinic note number {n} about the weather")
+    mind.remember("clinic note", summary="about Zelda Quixote")
+    mind.remember("an address card", payload={"name": "Zelda Quixote"})
+    mind.remember("a second card", payload={"Quixote family": "yes"})
+    mind.remember("a third card", tags=["quixote"])
+    mind.remember("a fourth card", key="patient.quixote")
+    kept = mind.remember("Ada likes tea in the afternoon")
+    mind.recall("hunter7 Quixote address")  # the query is logged in memory_retrieved events
+    mind.feedback(kept.id, 0.5, note="checked with Quixote's file")
+    report = mind.forget(containing="quixote")
+    assert len(report.memories) == 5 and kept.id not in report.memories
+    assert mind.get(kept.id).content == "Ada likes tea in the afternoon"
+    everything = json.dumps([e.payload for e in mind.events()]).casefold()
+    assert "quixote" not in everything
+    assert all("quixote" not in m.memory.content.casefold() for m in mind.recall("card"))
+    assert mind.verify().ok
+    if store_url.startswith("sqlite:///"):
+        mind.close()
+        files = [p for p in Path(store_url.removeprefix("sqlite:///")).parent.rglob("*")]
+        assert not [p for p in files if p.is_file() and b"quixote" in p.read_bytes().lower()]
+
+
+def test_filters_that_pass_every_memory_are_refused(open_mind: Callable[..., Mind]) -> None:
+    mind = open_mind()
+    mind.remember("Nothing to hide here")
+    for everything in ({}, {"statuses": [s.value for s in Status]}):
+        with pytest.raises(InvalidInput, match="pass every memory"):
+            mind.forget(filters=everything)
+    assert mind.stats()["total"] == 1
+    assert mind.plan_forget(filters={"statuses": ["retracted"]}).memories == []

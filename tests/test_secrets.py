@@ -623,3 +623,125 @@ def test_the_policy_is_configured_in_the_toml_file(tmp_path: Path) -> None:
     path.write_text('[memory.policy]\nsecrets = "sometimes"\n')
     with pytest.raises(ConfigError, match="secrets"):
         Settings.from_env({"NOEMA_CONFIG": str(path)})
+
+
+# ---------------------------------------------------------------- every path a user's text takes
+
+AWS = "AKIAQ7Z3X9W2V8U4T6S1"
+
+
+def _stored_text(mind: Mind) -> str:
+    """Everything the mind holds that a user's text can reach, as one string."""
+    lines = mind.export_lines()
+    return "\n".join(lines)
+
+
+def test_keys_and_payload_keys_are_checked(open_mind: Callable[..., Mind]) -> None:
+    refusing = _policy_mind(open_mind, "refuse")
+    with pytest.raises(PolicyViolation, match="aws-access-key"):
+        refusing.remember("deploy notes", key=f"deploy.{AWS}")
+    with pytest.raises(PolicyViolation, match="aws-access-key"):
+        refusing.remember("deploy notes", payload={f"key {AWS}": "the prod one"})
+    redacting = _policy_mind(open_mind, "redact", "redactor")
+    stored = redacting.remember("deploy notes", payload={f"key {AWS}": "the prod one"})
+    assert stored.payload == {"key [REDACTED:aws-access-key]": "the prod one"}
+    assert AWS not in _stored_text(redacting) and AWS not in _stored_text(refusing)
+
+
+@pytest.mark.parametrize("secrets", ["refuse", "redact"])
+def test_a_query_with_a_credential_is_answered_and_logged_redacted(
+    open_mind: Callable[..., Mind], secrets: str
+) -> None:
+    mind = _policy_mind(open_mind, secrets)
+    mind.remember("the deploy job runs at night")
+    results = mind.recall(f"deploy {AWS}")
+    assert [r.memory.content for r in results] == ["the deploy job runs at night"]
+    logged = [e.payload["query"] for e in mind.events(kinds=[EventKind.MEMORY_RETRIEVED])]
+    assert logged == ["deploy [REDACTED:aws-access-key]"]
+    assert AWS not in _stored_text(mind)
+
+
+def test_reasons_notes_and_sources_follow_the_policy(open_mind: Callable[..., Mind]) -> None:
+    refusing = _policy_mind(open_mind, "refuse")
+    a = refusing.remember("the wifi is on the second floor")
+    b = refusing.remember("the router is in the attic")
+    events = len(refusing.events())
+    with pytest.raises(PolicyViolation, match=r"reason: .*password"):
+        refusing.retract(a.id, reason="wrong: the wifi password=hunter2 is elsewhere")
+    with pytest.raises(PolicyViolation, match=r"note: .*aws-access-key"):
+        refusing.feedback(a.id, 0.5, note=f"checked with {AWS}")
+    with pytest.raises(PolicyViolation, match=r"source: .*aws-access-key"):
+        refusing.relate(a.id, "related_to", b.id, source=AWS)
+    assert len(refusing.events()) == events  # nothing written
+    redacting = _policy_mind(open_mind, "redact", "redactor")
+    c = redacting.remember("the wifi is on the second floor")
+    redacting.feedback(c.id, 0.5, note=f"checked with {AWS}")
+    redacting.retract(c.id, reason="wrong: the wifi password=hunter2 is elsewhere")
+    text = _stored_text(redacting)
+    assert AWS not in text and "hunter2" not in text
+    assert "[REDACTED:password]" in text and "[REDACTED:aws-access-key]" in text
+    assert redacting.verify().ok
+
+
+def test_an_export_holding_a_credential_is_not_restored_into_a_refusing_mind(
+    open_mind: Callable[..., Mind],
+) -> None:
+    allowing = _policy_mind(open_mind, "allow", "allowing")
+    allowing.remember(f"the deploy key is {AWS}")
+    lines = allowing.export_lines()
+    for secrets in ("refuse", "redact"):
+        target = _policy_mind(open_mind, secrets, f"target-{secrets}")
+        with pytest.raises(PolicyViolation, match="a restore cannot redact it"):
+            target.import_(lines)
+        assert target.stats()["total"] == 0 and target.events() == []
+    copy = _policy_mind(open_mind, "allow", "copy")
+    copy.import_(lines)
+    assert copy.verify().ok
+
+
+def test_a_mind_name_holding_a_credential_is_refused(store_url: str) -> None:
+    with pytest.raises(PolicyViolation, match=r"mind name: .*aws-access-key"):
+        Mind.open(store_url, f"deploy-{AWS}")
+    from noema.storage import open_storage, ops
+
+    storage = open_storage(store_url)
+    try:
+        with storage.transaction(write=False) as session:
+            assert session.run(ops.ListMinds()) == []  # nothing was created
+    finally:
+        storage.close()
+
+
+def test_a_chat_log_import_redacts_credentials_with_one_flag(tmp_path: Path) -> None:
+    log = tmp_path / "chat.jsonl"
+    log.write_text(
+        json.dumps({"content": "Ada: the standup moved to ten"})
+        + "\n"
+        + json.dumps({"content": f"Bob: use {AWS} for the deploy"})
+        + "\n"
+    )
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    noema = str(Path(sys.executable).parent / "noema")
+    refused = subprocess.run(
+        [noema, "--db", db, "--mind", "m", "remember", "--file", str(log)],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "line 2" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    done = subprocess.run(
+        [noema, "--db", db, "--mind", "m", "remember", "--file", str(log), "--redact-secrets"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    mind = Mind.open(db, "m")
+    try:
+        contents = sorted(m.memory.content for m in mind.recall("", limit=10, peek=True))
+        assert contents == [
+            "Ada: the standup moved to ten",
+            "Bob: use [REDACTED:aws-access-key] for the deploy",
+        ]
+        assert mind.config.policy.secrets == "refuse"  # the flag changed this write only
+    finally:
+        mind.close()

@@ -22,6 +22,7 @@ from noema.cli import _render as render
 from noema.config import Settings
 from noema.errors import InvalidInput, NoemaError, UsageError, from_validation
 from noema.jsonl import json_object
+from noema.memory.audit import Checkpoint
 from noema.mind import recall_query
 
 __all__ = ["build_parser", "main"]
@@ -93,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", metavar="ISO", help="when the mind learned it (default: now)")
     p.add_argument("--tag", action="append", default=[], metavar="T")
     p.add_argument("--force", action="store_true", help="write even below the policy's confidence")
+    p.add_argument(
+        "--redact-secrets",
+        action="store_true",
+        help="replace credentials with [REDACTED:kind] instead of refusing the text "
+        "(recommended for chat-log imports)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_remember)
 
@@ -180,9 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_reindex)
 
-    p = commands.add_parser("verify", help="check the audit chain and content hashes")
+    p = commands.add_parser(
+        "verify", help="check the audit chain, and every memory and edge against its events"
+    )
+    p.add_argument(
+        "--against", metavar="CHECKPOINT", help="a checkpoint file: its entry must still be there"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_verify)
+    p = commands.add_parser(
+        "checkpoint",
+        help="write the audit chain's head (to FILE or stdout); keep it outside the database",
+    )
+    p.add_argument("file", nargs="?")
+    p.set_defaults(handler=cmd_checkpoint)
     p = commands.add_parser("export", help="write the mind as JSONL (to FILE or stdout)")
     p.add_argument("file", nargs="?")
     p.set_defaults(handler=cmd_export)
@@ -218,7 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
     p.add_argument("--key", metavar="KEY", help="every memory with this key, any status")
-    p.add_argument("--containing", metavar="TEXT", help="every memory whose content has TEXT")
+    p.add_argument(
+        "--containing",
+        metavar="TEXT",
+        help="every memory holding TEXT in any field, and every event that says it",
+    )
     _add_filters(p)
     p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
     p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
@@ -248,10 +270,18 @@ def _open(args: argparse.Namespace) -> Any:
     from noema.mind import Mind
 
     settings = Settings.from_env()
+    name = args.mind or settings.mind
+    config = None
+    if getattr(args, "redact_secrets", False):  # this write redacts whatever the policy says
+        base = settings.mind_config(name)
+        config = base.model_copy(
+            update={"policy": base.policy.model_copy(update={"secrets": "redact"})}
+        )
     return Mind.open(
         args.db or settings.url(),
-        args.mind or settings.mind,
+        name,
         settings=settings,
+        config=config,
         embedder=getattr(args, "embedder", None),
     )
 
@@ -492,27 +522,39 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    against = None
+    if args.against is not None:
+        try:
+            against = Checkpoint.from_json(Path(args.against).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"verify: cannot read {args.against}: {exc.strerror}") from None
     with _open(args) as mind:
-        report = mind.verify()
+        report = mind.verify(against=against)
     if args.json:
-        render.emit_json(
-            {
-                "ok": report.ok,
-                "entries": report.entries,
-                "events": report.events,
-                "memories": report.memories,
-                "problem": report.problem,
-                "problems": report.problems,
-            }
-        )
+        render.emit_json(render.verify_json(report))
     elif report.ok:
         print(
             f"audit chain intact: {report.entries} entries, {report.events} events, "
-            f"{report.memories} memories"
+            f"{report.memories} memories, {report.relationships} relationships"
+            + (" (and the checkpoint's entry)" if against else "")
         )
     else:
         print(f"noema: audit chain broken: {report.problem}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILURE
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> int:
+    with _open(args) as mind:
+        checkpoint = mind.checkpoint()
+    if args.file is None or args.file == "-":
+        print(checkpoint.to_json())
+        return EXIT_OK
+    try:
+        Path(args.file).write_text(checkpoint.to_json() + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"checkpoint: cannot write {args.file}: {exc.strerror}") from None
+    print(f"checkpoint of entry {checkpoint.seq} written to {args.file}", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -1,9 +1,13 @@
-"""The write policy's treatment of credentials, for memories and for observations.
+"""The write policy's treatment of credentials, wherever a user's text is stored.
 
-What is checked: the content, the summary, the tags and every string in the
-payload. ``refuse`` raises ``PolicyViolation`` naming the kind of credential
-(never the credential); ``redact`` replaces each one with ``[REDACTED:<kind>]``
-and returns the kinds, which the caller records; ``allow`` stores text as it is.
+Records (memories, observations): the content, the summary, the key, the tags
+and every string in the payload, its keys included. Free text added to a
+record (a retraction's reason, a feedback note, an edge's source) goes through
+``screen_text``; a mind's name through ``screen_name``; what is only logged
+(a recall's query) through ``loggable``. ``refuse`` raises ``PolicyViolation``
+naming the kind of credential (never the credential); ``redact`` replaces each
+one with ``[REDACTED:<kind>]`` and returns the kinds, which the caller records;
+``allow`` stores text as it is.
 """
 
 from __future__ import annotations
@@ -17,19 +21,27 @@ from noema.config import WritePolicy
 from noema.errors import PolicyViolation
 from noema.memory.secrets import find_secrets, redact_secrets
 
-__all__ = ["apply_secret_policy", "secret_kinds"]
+__all__ = [
+    "apply_secret_policy",
+    "loggable",
+    "screen_name",
+    "screen_text",
+    "secret_kinds",
+    "value_kinds",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
 #: The text fields of a ``MemoryInput`` or an ``Observation`` that are checked.
-_FIELDS = ("content", "summary", "tags", "payload")
+_FIELDS = ("content", "summary", "key", "tags", "payload")
 
 
 def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in value.values():
+        for key, item in value.items():
+            yield str(key)
             yield from _strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
@@ -38,10 +50,14 @@ def _strings(value: Any) -> Iterator[str]:
 
 def secret_kinds(record: BaseModel) -> list[str]:
     """The kinds of credential found in ``record``'s text fields, in order, each once."""
+    return value_kinds([getattr(record, name, None) for name in _FIELDS])
+
+
+def value_kinds(value: Any) -> list[str]:
+    """The kinds of credential in any string inside a JSON value (dict keys too)."""
     kinds: dict[str, None] = {}
-    for name in _FIELDS:
-        for text in _strings(getattr(record, name, None)):
-            kinds.update((f.kind, None) for f in find_secrets(text))
+    for text in _strings(value):
+        kinds.update((f.kind, None) for f in find_secrets(text))
     return list(kinds)
 
 
@@ -49,7 +65,7 @@ def _redacted(value: Any) -> Any:
     if isinstance(value, str):
         return redact_secrets(value)[0]
     if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
+        return {_redacted(str(k)): _redacted(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(_redacted(v) for v in value)
     return value
@@ -67,10 +83,7 @@ def apply_secret_policy(record: M, policy: WritePolicy, *, what: str = "") -> tu
     if not kinds:
         return record, []
     if policy.secrets == "refuse":
-        raise PolicyViolation(
-            f"{what}the text holds a credential ({', '.join(kinds)}); remove it, or set "
-            "the write policy's secrets to 'redact' to store it with the credential replaced"
-        )
+        raise _refusal(what, kinds)
     fields = {name: _redacted(getattr(record, name)) for name in _FIELDS if hasattr(record, name)}
     try:
         return record.model_validate({**record.model_dump(), **fields}), kinds
@@ -78,3 +91,48 @@ def apply_secret_policy(record: M, policy: WritePolicy, *, what: str = "") -> tu
         raise PolicyViolation(
             f"{what}the text holds a credential that cannot be redacted: {exc.errors()[0]['msg']}"
         ) from None
+
+
+def _refusal(what: str, kinds: list[str]) -> PolicyViolation:
+    return PolicyViolation(
+        f"{what}the text holds a credential ({', '.join(kinds)}); remove it, or set "
+        "the write policy's secrets to 'redact' to store it with the credential replaced"
+    )
+
+
+def _kinds(text: str) -> list[str]:
+    return value_kinds(text)
+
+
+def screen_text(text: str, policy: WritePolicy, *, what: str) -> str:
+    """Free text added to a record (a reason, a note), as the policy lets it be stored.
+
+    Raises:
+        PolicyViolation: the policy refuses credentials and ``text`` holds one.
+    """
+    if policy.secrets == "allow" or not (kinds := _kinds(text)):
+        return text
+    if policy.secrets == "refuse":
+        raise _refusal(f"{what}: ", kinds)
+    return redact_secrets(text)[0]
+
+
+def screen_name(name: str, policy: WritePolicy) -> str:
+    """A mind's name: refused when it holds a credential, unless the policy allows them.
+
+    A name cannot be redacted: it is how the mind is found again.
+    """
+    if policy.secrets != "allow" and (kinds := _kinds(name)):
+        raise PolicyViolation(f"mind name: it holds a credential ({', '.join(kinds)})")
+    return name
+
+
+def loggable(text: str, policy: WritePolicy) -> str:
+    """Text that is only logged, never stored by choice (a recall's query): redacted.
+
+    A query holding a credential is still answered; the event that logs it
+    keeps ``[REDACTED:<kind>]`` in its place, under ``refuse`` as under ``redact``.
+    """
+    if policy.secrets == "allow":
+        return text
+    return redact_secrets(text)[0]

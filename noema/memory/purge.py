@@ -78,11 +78,17 @@ def plan_purge(
     """The memories a purge would remove, derived ones included; nothing is written.
 
     Selectors add up: the ``ids``, every memory (any status) with ``key``, every
-    memory passing ``filters``, every memory whose content contains
-    ``containing`` (ignoring case).
+    memory passing ``filters``, every memory holding ``containing`` (ignoring
+    case) in any of its text: content, summary, key, tags, payload keys or values.
+    Filters that pass every memory are refused like no selector at all.
     """
     if not (ids or key or filters or containing):
         raise InvalidInput("forget: name memories (ids), a key, a filter or a text to match")
+    if filters is not None and _passes_everything(filters):
+        raise InvalidInput(
+            "forget: the filters pass every memory of the mind; name memories (ids), a key, "
+            "a narrower filter or a text to match"
+        )
     chosen: dict[str, Memory] = {}
     if ids:
         found = {m.id: m for m in session.run(ops.GetMemories(mind.id, list(ids)))}
@@ -99,7 +105,7 @@ def plan_purge(
         chosen.update(
             (m.id, m)
             for m in _scan(session, mind, RecallFilters(statuses=ANY))
-            if needle in m.content.casefold()
+            if needle in _texts(m)
         )
     derived = _derived_from(session, mind, set(chosen))
     if derived:
@@ -120,7 +126,9 @@ def purge(storage: Storage, mind: MindInfo, clock: Clock, plan: PurgePlan) -> Pu
             return PurgeReport([], [], 0, None)
         ids = {m.id for m in memories}
         derived = sorted(set(derived) | (set(plan.derived) & ids))
-        quotes = [m.content.casefold() for m in memories if len(m.content) >= MIN_QUOTE_CHARS]
+        quotes = sorted(
+            {text for m in memories for text in _quotable(m) if len(text) >= MIN_QUOTE_CHARS}
+        )
         if plan.containing:  # what the operator asked to forget, wherever it is said
             quotes.append(plan.containing.casefold())
         origins = {m.origin_event for m in memories if m.origin_event}
@@ -147,6 +155,41 @@ def purge(storage: Storage, mind: MindInfo, clock: Clock, plan: PurgePlan) -> Pu
     return PurgeReport(
         memories=sorted(ids), derived=derived, events=len(quoting), event_id=event.id
     )
+
+
+def _passes_everything(filters: RecallFilters) -> bool:
+    return set(filters.statuses) == set(ANY) and filters.model_copy(
+        update={"statuses": ANY}
+    ) == RecallFilters(statuses=ANY)
+
+
+def _quotable(memory: Memory) -> list[str]:
+    """What events may quote of ``memory``, casefolded: its content, summary, payload values.
+
+    Not its key, tags or payload keys: labels other memories share, whose events
+    a purge of this one must leave alone.
+    """
+    texts = [memory.content, memory.summary or "", *_strings(memory.payload, keys=False)]
+    return [t.casefold() for t in texts if t]
+
+
+def _texts(memory: Memory) -> str:
+    """All of ``memory``'s own text in one casefolded string, for ``containing``."""
+    labels = [memory.key or "", *memory.tags, *_strings(memory.payload)]
+    return "\x1f".join([*_quotable(memory), *(t.casefold() for t in labels if t)])
+
+
+def _strings(value: Any, *, keys: bool = True) -> list[str]:
+    """Every string inside a JSON value, with its dict keys unless ``keys`` is false."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [
+            s for k, v in value.items() for s in ([str(k)] if keys else []) + _strings(v, keys=keys)
+        ]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v, keys=keys)]
+    return []
 
 
 def _scan(session: Session, mind: MindInfo, filters: RecallFilters) -> Iterable[Memory]:
@@ -186,15 +229,8 @@ def _events(session: Session, mind: MindInfo) -> Iterable[Event]:
 
 
 def _quotes(value: Any, quotes: Sequence[str]) -> bool:
-    """Whether any string inside ``value`` contains one of ``quotes`` (casefolded)."""
-    if isinstance(value, str):
-        folded = value.casefold()
-        return any(q in folded for q in quotes)
-    if isinstance(value, dict):
-        return any(_quotes(v, quotes) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_quotes(v, quotes) for v in value)
-    return False
+    """Whether any string inside ``value`` (dict keys too) contains one of ``quotes``."""
+    return any(q in text.casefold() for text in _strings(value) for q in quotes)
 
 
 def _scrub_snapshot(

@@ -35,6 +35,7 @@ from noema.embeddings import Embedder
 from noema.errors import ConfigError, RuntimeFailure
 from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
 from noema.memory.entities import extract_entities
+from noema.memory.policy import loggable
 from noema.memory.query import QueryPlan, entity_signal, memory_facts, time_signal, understand
 from noema.memory.reconciler import EventLog, reinforcement
 from noema.memory.rerank import Reranker, spread
@@ -653,7 +654,7 @@ class Recaller:
                 EventKind.MEMORY_RETRIEVED,
                 memory_id=result.memory.id,
                 payload={
-                    "query": query.text,
+                    "query": loggable(query.text, self.config.policy),
                     "rank": result.rank,
                     "score": result.score,
                     "components": result.components,

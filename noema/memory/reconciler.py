@@ -36,10 +36,10 @@ from noema.embeddings import Embedder
 from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
-from noema.memory.audit import chain, iso
+from noema.memory.audit import chain, created_payload, iso
 from noema.memory.entities import extract_entities
 from noema.memory.keys import expand_keys
-from noema.memory.policy import apply_secret_policy
+from noema.memory.policy import apply_secret_policy, screen_text
 from noema.storage import Session, Storage, ops
 
 __all__ = ["EventLog", "Reconciler", "entity_refs", "reinforcement"]
@@ -66,11 +66,12 @@ class EventLog:
         memory_id: str | None = None,
         origin_event: str | None = None,
         payload: dict[str, Any] | None = None,
+        event_id: str | None = None,
     ) -> Event:
         event = trusted(
             Event,
             dict(
-                id=new_id(self.now),
+                id=event_id or new_id(self.now),
                 mind_id=self.mind_id,
                 kind=kind,
                 at=self.now,
@@ -311,23 +312,9 @@ class Reconciler:
     ) -> Memory:
         recorded_at = item.at or now
         memory_id = new_id(recorded_at)
-        payload: dict[str, Any] = {
-            "content_hash": digest,
-            "kind": item.kind.value,
-            "epistemic": item.epistemic.value,
-            "channel": item.channel.value,
-            "key": item.key,
-        }
-        if redacted:  # the write policy replaced credentials: which kinds, never what
-            payload["redacted"] = list(redacted)
-        event = log.add(
-            EventKind.MEMORY_CREATED,
-            memory_id=memory_id,
-            origin_event=origin_event,
-            payload=payload,
-        )
+        event_id = new_id(now)
         c = item.confidence
-        return trusted(
+        memory = trusted(
             Memory,
             dict(
                 id=memory_id,
@@ -363,13 +350,31 @@ class Reconciler:
                 recorded_at=recorded_at,
                 last_accessed=None,
                 access_count=0,
-                origin_event=origin_event or event.id,
+                origin_event=origin_event or event_id,
                 content_hash=digest,
                 feedback_count=0,
                 feedback_mean=0.0,
                 decay=item.decay,
             ),
         )
+        payload: dict[str, Any] = {
+            "content_hash": digest,
+            "kind": item.kind.value,
+            "epistemic": item.epistemic.value,
+            "channel": item.channel.value,
+            "key": item.key,
+            **created_payload(memory),
+        }
+        if redacted:  # the write policy replaced credentials: which kinds, never what
+            payload["redacted"] = list(redacted)
+        log.add(
+            EventKind.MEMORY_CREATED,
+            memory_id=memory_id,
+            origin_event=origin_event,
+            payload=payload,
+            event_id=event_id,
+        )
+        return memory
 
     def _supersede_key(
         self,
@@ -441,6 +446,7 @@ class Reconciler:
         source: str = "api",
     ) -> Relationship:
         """Add the edge ``src --relation--> dst`` through the edge handlers."""
+        source = screen_text(source, self.config.policy, what="source")
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
@@ -534,6 +540,7 @@ class Reconciler:
         reason = reason.strip()
         if not reason:
             raise InvalidInput("reason: a retraction needs a reason")
+        reason = screen_text(reason, self.config.policy, what="reason")
         with self.storage.transaction() as session:
             now = self.clock.now()
             memory = self._get(session, memory_id)
@@ -561,6 +568,8 @@ class Reconciler:
         """Update the confidence posterior: ``value`` in [-1, 1], positive meaning useful/true."""
         if not -1.0 <= value <= 1.0:
             raise InvalidInput(f"value: feedback must be between -1 and 1, got {value}")
+        if note is not None:
+            note = screen_text(note, self.config.policy, what="note")
         with self.storage.transaction() as session:
             now = self.clock.now()
             memory = self._get(session, memory_id)
@@ -673,6 +682,8 @@ class Reconciler:
                         "relation": edge.relation.value,
                         "dst": edge.dst,
                         "status": edge.status.value,
+                        "confidence": edge.confidence,
+                        "source": edge.source,
                     },
                 )
         log.flush(session)

@@ -18,9 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
-from noema.errors import InvalidInput, UsageError, from_validation
+from noema.config import WritePolicy
+from noema.errors import InvalidInput, PolicyViolation, UsageError, from_validation
 from noema.jsonl import json_object
 from noema.memory.audit import canonical, event_record, iso, verify_records
+from noema.memory.policy import secret_kinds, value_kinds
 from noema.memory.reconciler import entity_refs
 from noema.storage import Session, Storage, ops
 
@@ -152,7 +154,7 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
             raise InvalidInput(str(from_validation(exc, what=f"{where} ({kind})"))) from None
     if not header:
         raise InvalidInput("the file is empty: not a Noema export")
-    report = verify_records(audit, events, memories)
+    report = verify_records(audit, events, memories, edges)
     if not report.ok:
         raise InvalidInput(f"the export does not verify: {report.problem}")
     ids = {m.id for m in memories}
@@ -162,8 +164,40 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
     return ExportData(memories, edges, events, audit)
 
 
-def restore(storage: Storage, mind: MindInfo, data: ExportData) -> dict[str, int]:
-    """Write a parsed export into ``mind``, which must be empty, in one transaction."""
+def check_secrets(data: ExportData, policy: WritePolicy) -> None:
+    """Refuse an export holding a credential unless ``policy`` allows them.
+
+    A restore cannot redact: the audit chain and content hashes vouch for every
+    byte. Under ``refuse`` and ``redact`` alike, such a file is refused.
+    """
+    if policy.secrets == "allow":
+        return
+    for memory in data.memories:
+        if kinds := secret_kinds(memory):
+            raise PolicyViolation(
+                f"memory {memory.id}: the export holds a credential ({', '.join(kinds)}); "
+                "a restore cannot redact it: remove it before exporting (noema forget), or "
+                "import into a mind whose write policy's secrets is 'allow'"
+            )
+    for event in data.events:
+        if kinds := value_kinds(event.payload):
+            raise PolicyViolation(
+                f"event {event.id}: the export holds a credential ({', '.join(kinds)}); "
+                "a restore cannot redact it: remove it before exporting (noema forget), or "
+                "import into a mind whose write policy's secrets is 'allow'"
+            )
+
+
+def restore(
+    storage: Storage, mind: MindInfo, data: ExportData, policy: WritePolicy | None = None
+) -> dict[str, int]:
+    """Write a parsed export into ``mind``, which must be empty, in one transaction.
+
+    ``policy``: the mind's write policy; a file holding a credential it does not
+    allow is refused before anything is written (``check_secrets``).
+    """
+    if policy is not None:
+        check_secrets(data, policy)
     bind = {"mind_id": mind.id}
     with storage.transaction() as session:
         if not session.run(ops.IsEmpty(mind.id)):

@@ -2,10 +2,14 @@
 
 Never edit a released migration: append a new one. Times are integer
 microseconds since the Unix epoch (UTC); JSON columns hold compact JSON text.
-New memories enter the full-text indexes (content and keys) in bulk from
-``InsertMemories`` (one ``INSERT ... SELECT`` per batch is five times faster
-than a per-row trigger); triggers keep them in step on delete and on a change
-of keys.
+Since version 5 every mind has its own full-text tables (content and keys,
+``memories_fts_N`` and ``memories_keys_fts_N`` for the mind's ``text_index``
+N), so bm25's statistics are the mind's own. They are not in this list: the
+store creates a mind's tables with the mind (``create_text_indexes``), and on
+opening, for any mind that lacks them. The storage operations keep them in
+step: new memories enter in bulk from ``InsertMemories`` (one ``INSERT ...
+SELECT`` per batch is five times faster than a per-row trigger), a change of
+keys re-indexes its rows, and a purge takes its rows out.
 """
 
 from __future__ import annotations
@@ -191,6 +195,22 @@ MIGRATIONS: list[tuple[int, str, str]] = [
                 VALUES ('delete', old.rowid, old.keys);
             INSERT INTO memories_keys_fts(rowid, keys) VALUES (new.rowid, new.keys);
         END;
+        """,
+    ),
+    (
+        5,
+        "full-text indexes per mind",
+        """
+        -- Each mind's full-text tables are numbered by text_index; the store
+        -- creates and fills them (see the module's docstring).
+        ALTER TABLE minds ADD COLUMN text_index INTEGER;
+        UPDATE minds SET text_index = (SELECT count(*) FROM minds AS m WHERE m.id <= minds.id);
+        CREATE UNIQUE INDEX minds_text_index ON minds(text_index);
+        DROP TRIGGER memories_fts_delete;
+        DROP TRIGGER memories_keys_fts_delete;
+        DROP TRIGGER memories_keys_fts_update;
+        DROP TABLE memories_fts;
+        DROP TABLE memories_keys_fts;
         """,
     ),
 ]

@@ -9,9 +9,11 @@ Read sessions are ``REPEATABLE READ READ ONLY``: one snapshot.
 
 Full text: a stored ``tsvector`` column (configuration ``noema``: English
 stemming, no stop words) under a GIN index; ``ts_rank_cd`` picks the best
-matches and BM25, computed as SQLite's FTS5 computes it, orders them. The
-derived ``keys`` have their own column, ``keys_tsv``, searched the same way
-over their own statistics.
+matches and BM25, computed as SQLite's FTS5 computes it, orders them, with
+each mind's own statistics (``text_stats`` per mind, document counts within
+the mind), so one mind's writes never move another's scores. The derived
+``keys`` have their own column, ``keys_tsv``, searched the same way over
+their own statistics.
 Vectors: pgvector's ``vector`` column with one partial HNSW index
 (``vector_cosine_ops``) per (model, dimensions), built the first time a search
 needs it; without the extension, float32 bytes searched exactly. Either way
@@ -106,7 +108,14 @@ class PostgresOptions(BaseModel):
 
 def parse_url(url: str) -> tuple[str, PostgresOptions]:
     """Split ``url`` into the libpq connection string and Noema's options."""
-    parts = urlsplit(url)
+    if "\x00" in url:  # libpq would read the URL up to it
+        raise ConfigError("database URL is not usable: it contains a NUL byte")
+    try:
+        parts = urlsplit(url)
+        if "," not in parts.netloc:  # one host (libpq takes a list, which urllib cannot read)
+            _ = parts.port  # a port out of range or not a number raises here
+    except ValueError as exc:  # an unclosed IPv6 bracket, for one
+        raise ConfigError(f"database URL is not usable: {exc}") from None
     ours: dict[str, str] = {}
     theirs: list[tuple[str, str]] = []
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -409,28 +418,32 @@ RERANK_MIN = 200
 
 
 def _term_counts(
-    s: _Session, terms: Sequence[str], column: str, tokens_column: str
+    s: _Session, mind_id: str, terms: Sequence[str], column: str, tokens_column: str
 ) -> tuple[int, int, list[tuple[str, list[str], int]]]:
-    """Documents and tokens of the whole index, and per term ``(term, lexemes, documents)``.
+    """The mind's documents and tokens, and per term ``(term, lexemes, documents)``.
 
-    ``column`` is the ``tsvector`` searched, ``tokens_column`` its token total in
-    ``text_stats``. Document counts stop at ``COMMON_DOCS``; a term whose every
-    lexeme the planner's statistics call common is not counted at all. One
-    statement for all of it.
+    Every count is the mind's own, so another mind's writes never move its
+    scores. ``column`` is the ``tsvector`` searched, ``tokens_column`` its token
+    total in ``text_stats``. Document counts stop at ``COMMON_DOCS``. The
+    planner's statistics cover the whole table: a term whose every lexeme they
+    call common is taken as common without counting only while the mind holds
+    every document. One statement for all of it.
     """
     common = sorted(s._store._words.common(s._cur, column))
     rows = s.all(
-        "WITH stats AS (SELECT coalesce(sum(documents), 0) AS documents, "
-        f"coalesce(sum({tokens_column}), 0) AS tokens FROM text_stats), "
+        "WITH stats AS (SELECT coalesce(sum(documents) FILTER (WHERE mind_id = %s), 0) "
+        f"AS documents, coalesce(sum({tokens_column}) FILTER (WHERE mind_id = %s), 0) "
+        "AS tokens, coalesce(sum(documents), 0) AS everyone FROM text_stats), "
         "words AS (SELECT i, t, coalesce((SELECT array_agg(lexeme) "
         "FROM unnest(to_tsvector('noema', noema_words(t)))), '{}') AS lexemes "
         "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)) "
         "SELECT stats.documents, stats.tokens, w.t, w.lexemes, "
-        "CASE WHEN w.lexemes <> '{}' AND w.lexemes <@ %s::text[] THEN %s ELSE "
-        "(SELECT count(*) FROM (SELECT 1 FROM memories "
-        f"WHERE {column} @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
+        "CASE WHEN w.lexemes <> '{}' AND w.lexemes <@ %s::text[] "
+        "AND stats.everyone = stats.documents THEN %s ELSE "
+        "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE mind_id = %s "
+        f"AND {column} @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
         "FROM stats LEFT JOIN words w ON true ORDER BY w.i",
-        (list(terms), common, COMMON_DOCS, COMMON_DOCS),
+        (mind_id, mind_id, list(terms), common, COMMON_DOCS, mind_id, COMMON_DOCS),
     )
     total, tokens = int(rows[0][0]), int(rows[0][1])
     return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
@@ -445,7 +458,7 @@ def _search_text(s: _Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     if not op.terms:
         return []
     column, tokens_column = _TEXT_INDEXES[op.field]
-    total, tokens, counted = _term_counts(s, op.terms, column, tokens_column)
+    total, tokens, counted = _term_counts(s, op.mind_id, op.terms, column, tokens_column)
     if total == 0:
         return []
     strict, ranked = op.strict, True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sqlite3
 import threading
@@ -89,8 +90,67 @@ def _filter_sql(filters: RecallFilters | None, as_of: datetime | None, params: l
     return " ".join(sql)
 
 
-#: The full-text index of each ``SearchText.field``: (FTS5 table, column of memories).
-_FTS_TABLES = {"content": ("memories_fts", "content"), "keys": ("memories_keys_fts", "keys")}
+#: The column of memories each ``SearchText.field`` indexes. Every mind has its
+#: own FTS5 table per column (``_text_table``), so a mind's bm25 statistics
+#: (documents, lengths, term counts) are its own: another mind's writes never
+#: move its scores.
+_TEXT_COLUMNS = {"content": "content", "keys": "keys"}
+_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+def _text_table(number: int, field: str) -> str:
+    return f"memories_fts_{number}" if field == "content" else f"memories_keys_fts_{number}"
+
+
+def _text_number(conn: sqlite3.Connection, mind_id: str) -> int | None:
+    """The number of the mind's full-text tables (None: no such mind)."""
+    row = conn.execute("SELECT text_index FROM minds WHERE id = ?", (mind_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def create_text_indexes(conn: sqlite3.Connection, mind_id: str, number: int) -> None:
+    """The mind's full-text tables, filled from its memories (none for a new mind)."""
+    for field, column in _TEXT_COLUMNS.items():
+        table = _text_table(number, field)
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5({column}, content = 'memories', "
+            f"content_rowid = 'rowid', tokenize = '{_TOKENIZE}')"
+        )
+        conn.execute(
+            f"INSERT INTO {table}(rowid, {column}) SELECT rowid, {column} FROM memories "
+            "WHERE mind_id = ?",
+            (mind_id,),
+        )
+
+
+def _unindex(conn: sqlite3.Connection, mind_id: str, ids: Sequence[str], field: str) -> None:
+    """Take memories' current text out of the mind's full-text table of ``field``."""
+    number = _text_number(conn, mind_id)
+    if number is None:
+        return
+    table, column = _text_table(number, field), _TEXT_COLUMNS[field]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        conn.execute(
+            f"INSERT INTO {table}({table}, rowid, {column}) SELECT 'delete', rowid, {column} "
+            f"FROM memories WHERE mind_id = ? AND id IN ({_placeholders(len(chunk))})",
+            (mind_id, *chunk),
+        )
+
+
+def _reindex(conn: sqlite3.Connection, mind_id: str, ids: Sequence[str], field: str) -> None:
+    """Put memories' current text into the mind's full-text table of ``field``."""
+    number = _text_number(conn, mind_id)
+    if number is None:
+        return
+    table, column = _text_table(number, field), _TEXT_COLUMNS[field]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        conn.execute(
+            f"INSERT INTO {table}(rowid, {column}) SELECT rowid, {column} FROM memories "
+            f"WHERE mind_id = ? AND id IN ({_placeholders(len(chunk))})",
+            (mind_id, *chunk),
+        )
 
 
 def _fts_query(terms: Sequence[str], strict: bool) -> str:
@@ -151,6 +211,8 @@ class _Session:
         except UnicodeEncodeError:
             # Text no model checked (an id, a name) that cannot be stored as UTF-8.
             raise InvalidInput("text is not valid Unicode (it holds a lone surrogate)") from None
+        except OverflowError:  # an integer no model bounded, past SQLite's 64 bits
+            raise InvalidInput("a number is too large for SQLite (at most 2**63 - 1)") from None
 
 
 # The handlers: one per operation, each a plain function of (connection, op).
@@ -161,10 +223,12 @@ def _ensure_mind(conn: sqlite3.Connection, op: ops.EnsureMind) -> MindInfo:
         "SELECT id, name, created_at FROM minds WHERE name = ?", (op.name,)
     ).fetchone()
     if row is None:
+        number = conn.execute("SELECT coalesce(max(text_index), 0) + 1 FROM minds").fetchone()[0]
         conn.execute(
-            "INSERT INTO minds (id, name, created_at) VALUES (?, ?, ?)",
-            (op.new_id, op.name, to_micros(op.now)),
+            "INSERT INTO minds (id, name, created_at, text_index) VALUES (?, ?, ?, ?)",
+            (op.new_id, op.name, to_micros(op.now), number),
         )
+        create_text_indexes(conn, op.new_id, number)
         row = (op.new_id, op.name, to_micros(op.now))
     return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
 
@@ -178,19 +242,29 @@ def _insert_memories(conn: sqlite3.Connection, op: ops.InsertMemories) -> None:
     # Writers are serialised (BEGIN IMMEDIATE), so the new rows are those past the old max.
     last = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
     conn.executemany(_INSERT_MEMORY, [memory_row(m) for m in op.memories])
-    for table, column in _FTS_TABLES.values():
-        conn.execute(
-            f"INSERT INTO {table}(rowid, {column}) SELECT rowid, {column} FROM memories "
-            "WHERE rowid > ?",
-            (last,),
-        )
+    for mind_id in dict.fromkeys(m.mind_id for m in op.memories):
+        number = _text_number(conn, mind_id)
+        if number is None:
+            raise sqlite3.IntegrityError(f"no mind {mind_id}")
+        for field, column in _TEXT_COLUMNS.items():
+            conn.execute(
+                f"INSERT INTO {_text_table(number, field)}(rowid, {column}) "
+                f"SELECT rowid, {column} FROM memories WHERE rowid > ? AND mind_id = ?",
+                (last, mind_id),
+            )
 
 
 def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
+    # Keys are rebuilt (reindex) where content never changes: re-index those rows.
+    rekeyed = [memory_id for memory_id, changes in op.updates if "keys" in changes]
+    if rekeyed:
+        _unindex(conn, op.mind_id, rekeyed, "keys")
     for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = ?" for c in columns)
         conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
+    if rekeyed:
+        _reindex(conn, op.mind_id, rekeyed, "keys")
 
 
 def _get_memories(conn: sqlite3.Connection, op: ops.GetMemories) -> list[Memory]:
@@ -237,6 +311,25 @@ COMMON_MIN_DOCS = 2_000
 COMMON_FRACTION = 0.02
 
 
+def _documents(conn: sqlite3.Connection, table: str) -> int:
+    """Rows of an FTS5 table, from the totals bm25 itself reads (no scan).
+
+    FTS5 keeps them in its ``_data`` table, record 1: the row count first, as
+    an SQLite varint.
+    """
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0
+    value = 0
+    for index, byte in enumerate(bytes(row[0])[:9]):
+        if index == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return value
+
+
 def _plan_match(
     conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool
 ) -> tuple[str, bool]:
@@ -246,7 +339,7 @@ def _plan_match(
     common, the search matches all of them and takes the newest matches unranked,
     so no query costs more than a few thousand rank computations.
     """
-    total = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+    total = _documents(conn, table)
     threshold = max(COMMON_MIN_DOCS, int(total * COMMON_FRACTION))
     if total <= threshold:
         return _fts_query(terms, strict), True
@@ -270,7 +363,10 @@ def _plan_match(
 def _search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memory, float]]:
     if not op.terms:
         return []
-    table = _FTS_TABLES[op.field][0]
+    number = _text_number(conn, op.mind_id)
+    if number is None:
+        return []
+    table = _text_table(number, op.field)
     match, ranked = _plan_match(conn, table, op.terms, op.strict)
     # Ranked: best bm25 first (FTS5 rank = bm25, lower is better). Unranked: newest first.
     order, score = ("rank", "-rank") if ranked else ("rowid DESC", "1.0")
@@ -634,6 +730,8 @@ def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
     # Freed pages are zeroed from here to the commit, so no byte of the text stays in
     # the file; the full-text indexes are merged so no segment keeps the purged tokens.
     conn.execute("PRAGMA secure_delete = ON")
+    for field in _TEXT_COLUMNS:
+        _unindex(conn, op.mind_id, ids, field)
     deleted = 0
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
@@ -646,8 +744,11 @@ def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
         deleted += conn.execute(
             f"DELETE FROM memories WHERE mind_id = ? AND id IN ({marks})", args
         ).rowcount
-    for table, _ in _FTS_TABLES.values():
-        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+    number = _text_number(conn, op.mind_id)
+    for field in _TEXT_COLUMNS:
+        if number is not None:
+            table = _text_table(number, field)
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
     return deleted
 
 
@@ -708,14 +809,19 @@ class SQLiteStorage:
         path = _parse_path(url)
         if path != ":memory:":
             target = Path(path).expanduser()
-            if target.is_dir():
+            try:
+                is_dir, special = target.is_dir(), target.exists() and not target.is_file()
+            except OSError as exc:  # a name too long for the file system, for one
+                raise ConfigError(f"cannot open SQLite database {target}: {exc.strerror}") from None
+            if is_dir:
                 raise ConfigError(f"cannot open SQLite database {target}: it is a directory")
+            if special:  # /dev/null, a pipe: SQLite fails on them with unrelated messages
+                raise ConfigError(f"cannot use {target} as a SQLite database: not a regular file")
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StorageError(
-                    f"cannot create directory {target.parent}: {exc.strerror}"
-                ) from exc
+                error = ConfigError if exc.errno == errno.ENAMETOOLONG else StorageError
+                raise error(f"cannot create directory {target.parent}: {exc.strerror}") from exc
             path = str(target)
         self.path = path
         self._lock = threading.RLock()
@@ -746,6 +852,8 @@ class SQLiteStorage:
             self._migrate()
         except BaseException as exc:
             self._conn.close()
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+                raise ConfigError(f"cannot use {path}: it is not a SQLite database") from exc
             if isinstance(exc, sqlite3.Error):
                 raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
             raise
@@ -780,9 +888,16 @@ class SQLiteStorage:
                     "VALUES (?, ?, datetime('now'))",
                     (version, name),
                 )
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            for mind_id, number in conn.execute("SELECT id, text_index FROM minds").fetchall():
+                if _text_table(number, "content") not in tables:
+                    create_text_indexes(conn, mind_id, number)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already; keep the first error
+                conn.execute("ROLLBACK")
             raise
 
     def schema_version(self) -> int:

@@ -150,7 +150,17 @@ class SQLiteProbe:
 
     def check_text_indexes(self, url: str) -> None:
         with closing(self._connect(url)) as conn:
-            for table in ("memories_fts", "memories_keys_fts"):
+            tables = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND (name GLOB 'memories_fts_[0-9]*' OR name GLOB 'memories_keys_fts_[0-9]*') "
+                    "AND name GLOB '*[0-9]'"
+                )
+            ]
+            minds = conn.execute("SELECT count(*) FROM minds").fetchone()[0]
+            assert len(tables) == 2 * minds, tables  # a content and a keys table per mind
+            for table in tables:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
 
 

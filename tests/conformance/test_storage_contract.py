@@ -772,6 +772,39 @@ def test_a_word_in_most_memories_is_searched_by_the_common_word_plan(
     assert [m.id for m, _ in strict] == [rare.id]
 
 
+@pytest.mark.parametrize("field", FIELDS)
+def test_one_minds_writes_never_move_another_minds_scores(storage: Storage, field: Field) -> None:
+    """Text statistics (documents, lengths, term counts) are per mind (DESIGN invariant 10)."""
+    alice, bob = ensure_mind(storage, "alice"), ensure_mind(storage, "bob")
+
+    def note(mind_id: str, text: str, i: int) -> Memory:
+        at = T0 + i * timedelta(seconds=1)
+        return keyed(mind_id, text, at=at) if field == "keys" else make_memory(mind_id, text, at=at)
+
+    mine = [
+        note(alice, text, i)
+        for i, text in enumerate(["kiwi salad with lime", "a salad of beans", "kiwi jam"])
+    ]
+    write(storage, ops.InsertMemories(mine))
+    before = search(storage, alice, ["kiwi", "salad"], field=field)
+    crowd = [note(bob, f"kiwi note {i} kiwi kiwi and more words", 10 + i) for i in range(300)]
+    write(storage, ops.InsertMemories(crowd))
+    after = search(storage, alice, ["kiwi", "salad"], field=field)
+    assert [(m.id, score) for m, score in after] == [(m.id, score) for m, score in before]
+    expected = bm25_reference(
+        [["kiwi", "salad", "with", "lime"], ["a", "salad", "of", "beans"], ["kiwi", "jam"]],
+        ["kiwi", "salad"],
+    )
+    assert [score for _, score in after] == pytest.approx(sorted(expected, reverse=True), rel=1e-9)
+    # And bob's purge leaves alice's scores alone too.
+    with storage.transaction() as session:
+        session.run(ops.PurgeMemories(bob, [m.id for m in crowd[:200]]))
+    storage.reclaim()
+    assert [score for _, score in search(storage, alice, ["kiwi", "salad"], field=field)] == [
+        score for _, score in before
+    ]
+
+
 def test_purge_removes_keys_from_their_index(storage: Storage) -> None:
     mind, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
     gone = keyed(mind, "zanzibar quux")
@@ -788,8 +821,9 @@ def test_purge_removes_keys_from_their_index(storage: Storage) -> None:
     assert search(storage, mind, ["quuxold"], field="keys") == []
     assert [m.id for m, _ in search(storage, mind, ["quux"], field="keys")] == [kept.id]
     assert [m.id for m, _ in search(storage, other, ["zanzibar"], field="keys")] == [theirs.id]
-    # What is left ranks as if the purged memories had never been written.
-    expected = bm25_reference([["garden", "quux"], ["zanzibar", "quux"], [], [], []], ["quux"])
+    # What is left ranks as if the purged memories had never been written, by the
+    # mind's own statistics (the other mind's memory is not counted).
+    expected = bm25_reference([["garden", "quux"], [], [], []], ["quux"])
     [(_, rank)] = search(storage, mind, ["quux"], field="keys")
     assert rank == pytest.approx(expected[0], rel=1e-9)
 
