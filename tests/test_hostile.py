@@ -1103,7 +1103,10 @@ def test_every_mind_method_refuses_wrong_types_with_a_noema_error(
     assert not escaped, "\n".join(escaped)
 
 
-def test_open_refuses_wrong_types_with_a_noema_error(store_url: str) -> None:
+def test_open_refuses_wrong_types_with_a_noema_error(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a wrong url such as "x" is a file name: not in the repository
     valid: dict[str, Any] = {
         "url": store_url,
         "name": "fuzzed",
