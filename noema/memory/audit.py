@@ -5,10 +5,11 @@ event's canonical JSON; its ``hash`` covers the previous entry's hash, its own
 position, the event id, action, time and digest. Verification recomputes all of
 it, checks events line up with entries, and replays the events to rebuild what
 every memory and relationship must hold: a memory's ``memory_created`` event
-records its content hash and a digest of every field fixed at write time
-(``RECORD_FIELDS``) with the starting values of the ones that change; feedback,
-recall, reinforcement, supersession, retraction, merges and decay runs are the
-only changes, each an event. A field that differs from its replay is named.
+records its content hash, every field fixed at write time (``FIXED_FIELDS`` as
+they are, ``DIGESTED_FIELDS`` as sha256) and the starting values of the ones
+that change; feedback, recall, reinforcement, supersession, retraction, merges
+and decay runs are the only changes, each an event. A field that differs from
+its replay is named.
 
 A purge (``noema forget``) deletes memories and replaces the payloads of the
 events that quoted them with a tombstone naming the purge's own
@@ -44,8 +45,8 @@ __all__ = [
     "checkpoint_of",
     "created_payload",
     "event_digest",
+    "fixed_record",
     "iso",
-    "record_digest",
     "tombstone",
     "verify_records",
 ]
@@ -211,29 +212,24 @@ def checkpoint_of(mind_id: str, head: AuditEntry | None) -> Checkpoint:
     return Checkpoint(mind_id, head.seq, head.hash, iso(head.at))
 
 
-#: Fields of a memory fixed when it is written; their digest is in its
-#: ``memory_created`` event. The others change only through events that verify
-#: replays (``_Expected``), except ``keys`` and the vectors: derived text and
-#: embeddings that ``noema reindex`` and ``embed-missing`` rebuild.
-RECORD_FIELDS = (
-    "kind",
+#: Fields of a memory fixed when it is written, recorded as they are in its
+#: ``memory_created`` event (kind and key are in its content hash).
+FIXED_FIELDS = (
     "epistemic",
     "channel",
-    "content",
-    "summary",
-    "key",
-    "tags",
-    "payload",
     "importance",
     "salience",
     "trust",
     "credibility",
     "valid_from",
     "recorded_at",
-    "origin_event",
-    "content_hash",
     "decay",
 )
+#: Fixed fields of any length, recorded as a sha256 when not empty.
+DIGESTED_FIELDS = ("summary", "tags", "payload")
+#: Every other field changes only through events that verify replays
+#: (``_Expected``), except ``keys`` and the vectors: derived text and embeddings
+#: that ``noema reindex`` and ``embed-missing`` rebuild.
 
 #: Activation is replayed through decay runs in floating point: equal to this.
 _ACTIVATION_TOLERANCE = 1e-9
@@ -247,32 +243,24 @@ def _plain(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
-#: Hex digits per field in a created event's ``fields``: enough to name a changed
-#: field; the full ``record`` digest is what proves a change.
-_HINT = 6
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(canonical(_plain(value)).encode("utf-8")).hexdigest()
 
 
-def _field_texts(memory: Memory) -> list[str]:
-    return [canonical(_plain(getattr(memory, name))) for name in RECORD_FIELDS]
-
-
-def record_digest(memory: Memory) -> str:
-    """sha256 of the fields fixed when ``memory`` was written (``RECORD_FIELDS``)."""
-    text = _SEP.join(_field_texts(memory))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _field_hints(memory: Memory) -> str:
-    return "".join(
-        hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HINT] for text in _field_texts(memory)
-    )
+def fixed_record(memory: Memory) -> dict[str, Any]:
+    """The fixed fields of ``memory`` as its ``memory_created`` event records them."""
+    record = {name: _plain(getattr(memory, name)) for name in FIXED_FIELDS}
+    for name in DIGESTED_FIELDS:
+        value = getattr(memory, name)
+        if value:
+            record[name] = _sha256(value)
+    return record
 
 
 def created_payload(memory: Memory) -> dict[str, Any]:
     """What a ``memory_created`` event records beyond kind, channel and key."""
     return {
-        "record": record_digest(memory),
-        "fields": _field_hints(memory),
+        "record": fixed_record(memory),
         "alpha": memory.alpha,
         "beta": memory.beta,
         "confidence": memory.confidence,
@@ -280,14 +268,13 @@ def created_payload(memory: Memory) -> dict[str, Any]:
     }
 
 
-def _fixed_field_changed(memory: Memory, hints: str | None) -> str:
-    """Which field fixed at write time differs, as far as the event's hints tell."""
-    now = _field_hints(memory)
-    for index, name in enumerate(RECORD_FIELDS):
-        start = index * _HINT
-        if hints and hints[start : start + _HINT] != now[start : start + _HINT]:
+def _fixed_field_changed(memory: Memory, record: dict[str, Any]) -> str | None:
+    """The first fixed field of ``memory`` that differs from its created event."""
+    now = fixed_record(memory)
+    for name in (*FIXED_FIELDS, *DIGESTED_FIELDS):
+        if now.get(name) != record.get(name):
             return name
-    return "a field fixed when it was written"
+    return None
 
 
 @dataclass(slots=True)
@@ -296,8 +283,8 @@ class _Expected:
 
     content_hash: str
     status: str
-    record: str | None = None  # None: written before events recorded every field
-    hints: str | None = None
+    record: dict[str, Any] | None = None  # None: written before events recorded every field
+    origin_event: str = ""
     # The feedback posterior and the activation are None (not checked) once a
     # purge has tombstoned an event that changed them.
     posterior: tuple[float, float, float, float] | None = None  # alpha, beta, confidence, mean
@@ -436,8 +423,10 @@ def _changed_field(
     memory: Memory, expected: _Expected, decays: Sequence[tuple[int, datetime, float]]
 ) -> str | None:
     """The first field of ``memory`` that its events do not lead to, if any."""
-    if record_digest(memory) != expected.record:
-        return _fixed_field_changed(memory, expected.hints)
+    if (fixed := _fixed_field_changed(memory, expected.record)) is not None:
+        return fixed
+    if memory.origin_event != expected.origin_event:
+        return "origin_event"
     replayed: dict[str, tuple[Any, Any]] = {
         "feedback_count": (memory.feedback_count, expected.feedback_count),
         "access_count": (memory.access_count, expected.access_count),
@@ -546,9 +535,9 @@ def _replay(event: Event, replay: _Replay) -> None:
     purged = _tombstoned(event) is not None  # its kind and time are kept, not what it said
     if event.kind == EventKind.MEMORY_CREATED:
         expected = _Expected(str(payload.get("content_hash", "")), Status.ACTIVE)
-        if "record" in payload:
-            expected.record = str(payload["record"])
-            expected.hints = str(payload.get("fields", ""))
+        if isinstance(payload.get("record"), dict):
+            expected.record = dict(payload["record"])
+            expected.origin_event = event.origin_event or event.id
             expected.posterior = (
                 float(payload["alpha"]),
                 float(payload["beta"]),
