@@ -420,9 +420,12 @@ class Mind:
         dst: str,
         *,
         confidence: float = 1.0,
-        source: str = "api",
+        source: Key = "api",
     ) -> Relationship:
-        """Add an edge through the edge handlers (``same_as`` is staged as a proposal)."""
+        """Add an edge through the edge handlers (``same_as`` is staged as a proposal).
+
+        ``source`` names who asserts the edge: a short printable label, like a key.
+        """
         try:
             link = Link(relation=relation, target=dst, confidence=confidence)
         except ValidationError as exc:

@@ -1240,3 +1240,11 @@ def test_console_refuses_unusable_databases_without_a_traceback(tmp_path: Path) 
     assert_console_refused(console("--db", "sqlite:////dev/null", "stats"), "/dev/null")
     long_name = f"sqlite:///{tmp_path}/{'a' * 300}.db"
     assert_console_refused(console("--db", long_name, "stats"), "too long")
+
+
+def test_an_edges_source_is_a_short_label(mind: Mind) -> None:
+    a, b = mind.remember("the kiln is hot"), mind.remember("the clay dries")
+    with pytest.raises(InvalidInput, match="source"):
+        mind.relate(a.id, "related_to", b.id, source="s" * 5_000)
+    assert mind.relationships(a.id) == []
+    assert mind.relate(a.id, "related_to", b.id, source="operator").source == "operator"
