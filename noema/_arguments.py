@@ -53,8 +53,34 @@ def checked(method: F) -> F:
             if exc.title != method.__qualname__:  # raised inside the method: not ours to word
                 raise
             raise argument_error(exc, names) from None
+        except RecursionError:
+            deep = [n for n, v in zip(names, args, strict=False) if _too_deep(v)]
+            deep += [n for n, v in kwargs.items() if _too_deep(v)]
+            if not deep:
+                raise
+            raise InvalidInput(f"{deep[0]}: nested too deeply") from None
 
     return cast(F, call)
+
+
+#: Nesting of lists, tuples and dicts past which an argument is refused.
+MAX_DEPTH = 100
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests containers more than ``MAX_DEPTH`` levels (iteratively)."""
+    frontier, depth = [value], 0
+    while frontier:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        frontier = [
+            item
+            for v in frontier
+            if isinstance(v, list | tuple | dict)
+            for item in (v.values() if isinstance(v, dict) else v)
+        ]
+    return False
 
 
 def argument_error(exc: ValidationError, names: list[str] | None = None) -> InvalidInput:

@@ -1248,3 +1248,55 @@ def test_an_edges_source_is_a_short_label(mind: Mind) -> None:
         mind.relate(a.id, "related_to", b.id, source="s" * 5_000)
     assert mind.relationships(a.id) == []
     assert mind.relate(a.id, "related_to", b.id, source="operator").source == "operator"
+
+
+def test_file_arguments_that_no_file_system_holds_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    cases = [
+        ["import", "a\x00b"],
+        ["export", "\ud800.jsonl"],
+        ["remember", "--file", "x\x00.jsonl"],
+        ["verify", "--against", "\x00"],
+        ["checkpoint", "\udcff"],
+        ["export", str(tmp_path / ("a" * 300))],
+    ]
+    for argv in cases:
+        assert run(["--db", db, *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
+
+
+def test_export_never_replaces_what_is_not_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    assert run(["--db", db, "export", str(fifo)]) == 2
+    assert "is not a regular file" in capsys.readouterr().err
+    assert fifo.is_fifo()
+
+
+def test_a_checkpoint_that_is_not_text_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b'{"mind_id":"x","seq":1,"hash":"\xff"}\n')
+    assert run(["--db", f"sqlite:///{tmp_path / 'm.db'}", "verify", "--against", str(bad)]) == 2
+    assert "not a Noema checkpoint" in capsys.readouterr().err
+
+
+def test_arguments_nested_too_deeply_are_invalid_input(mind: Mind) -> None:
+    deep: list[Any] = []
+    for _ in range(1_200):
+        deep = [deep]
+    for call in (
+        lambda: mind.remember("x", kind=deep),
+        lambda: mind.recall("x", filters={"kinds": [deep]}),
+        lambda: mind.events(kinds=[deep]),
+    ):
+        with pytest.raises(InvalidInput, match="nested too deeply"):
+            call()
+    assert mind.stats()["total"] == 0

@@ -359,6 +359,11 @@ HOSTILE_LINES = {
     "not JSON": (b'{"jsonrpc":"2.0","id":6,', PARSE_ERROR, None),
     "not a message": (b'{"jsonrpc":"2.0","id":7,"method":5}', INVALID_REQUEST, 7),
     "a bare number": (b"42", INVALID_REQUEST, None),
+    # Ids JSON-RPC forbids: once read as notifications, so never answered.
+    "a fractional id": (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', INVALID_REQUEST, None),
+    "a null id": (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', INVALID_REQUEST, None),
+    "a boolean id": (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', INVALID_REQUEST, None),
+    "an object id": (b'{"jsonrpc":"2.0","id":{},"method":"ping"}', INVALID_REQUEST, None),
 }
 
 
@@ -383,6 +388,14 @@ def test_every_raw_json_rpc_line_gets_a_reply_and_the_server_keeps_serving(
             assert reply["error"]["code"] == code, (name, reply)
             assert "\n" not in reply["error"]["message"], (name, reply)
             assert server.request(index, "ping") == {}, name  # still serving
+        # A raw CR inside the JSON is white space, not the end of the line.
+        server.send(b'{\r"jsonrpc":"2.0","id":300,"method":"ping"}')
+        assert server.reply() == {"jsonrpc": "2.0", "id": 300, "result": {}}
+        # An unknown tool's name is quoted in one line, whatever it holds.
+        server.send(CALL % (301, b"a\\nb", b"{}"))
+        unknown = server.reply()
+        text = json.dumps(unknown)
+        assert unknown["id"] == 301 and "\\n" not in text, unknown
         found = server.request(200, "tools/call", {"name": "recall", "arguments": {"query": "x"}})
         assert found["isError"] is False and found["structuredContent"] == {"results": []}
     finally:

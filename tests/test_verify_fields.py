@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from concepts import EventKind
 from noema import ManualClock, Mind
 from noema.errors import InvalidInput
 from noema.memory.audit import Checkpoint
@@ -262,3 +263,15 @@ def test_checkpoint_and_verify_against_on_the_command_line(tmp_path: Path) -> No
     )
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1
     assert "not a Noema checkpoint" in wrong.stderr
+
+
+def test_observing_a_text_again_keeps_every_reinforcement(mind: Mind) -> None:
+    """An admitted peek was reinforced from its stale row, undoing the re-remember's."""
+    for _ in range(3):
+        mind.observe("the deploy key is in the vault")
+    [memory] = [r.memory for r in mind.recall("deploy vault", peek=True)]
+    kinds = [EventKind.MEMORY_REINFORCED, EventKind.MEMORY_RETRIEVED]
+    accesses = mind.events(memory_id=memory.id, kinds=kinds)
+    assert memory.access_count == len(accesses) >= 3  # each one counted: none lost
+    report = mind.verify()
+    assert report.ok, report.problem

@@ -30,6 +30,17 @@ __all__ = ["build_parser", "main"]
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
+def _path(text: str) -> str:
+    """A file name as given, refused when no file system could hold it."""
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError("a file name cannot hold a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("a file name must be valid Unicode") from None
+    return text
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors and exit status 2."""
 
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("remember", help="remember something (or a JSONL file of things)")
     p.add_argument("text", nargs="?", help="what to remember")
-    p.add_argument("--file", metavar="F.jsonl", help="one JSON object per line")
+    p.add_argument("--file", metavar="F.jsonl", type=_path, help="one JSON object per line")
     p.add_argument("--kind", choices=_choices(MemoryKind))
     p.add_argument("--epistemic", choices=_choices(Epistemic))
     p.add_argument("--channel", choices=_choices(Channel))
@@ -191,7 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="check the audit chain, and every memory and edge against its events"
     )
     p.add_argument(
-        "--against", metavar="CHECKPOINT", help="a checkpoint file: its entry must still be there"
+        "--against",
+        metavar="CHECKPOINT",
+        type=_path,
+        help="a checkpoint file: its entry must still be there",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_verify)
@@ -199,13 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
         "checkpoint",
         help="write the audit chain's head (to FILE or stdout); keep it outside the database",
     )
-    p.add_argument("file", nargs="?")
+    p.add_argument("file", nargs="?", type=_path)
     p.set_defaults(handler=cmd_checkpoint)
     p = commands.add_parser("export", help="write the mind as JSONL (to FILE or stdout)")
-    p.add_argument("file", nargs="?")
+    p.add_argument("file", nargs="?", type=_path)
     p.set_defaults(handler=cmd_export)
     p = commands.add_parser("import", help="restore an export into an empty mind")
-    p.add_argument("file")
+    p.add_argument("file", type=_path)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_import)
     p = commands.add_parser("stats", help="memory counts by kind and status")
@@ -218,7 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run the mind: observations (JSONL on stdin or --input) through the workspace"
     )
     p.add_argument(
-        "--input", metavar="FILE", help="JSONL observations (default: stdin, or a prompt)"
+        "--input",
+        metavar="FILE",
+        type=_path,
+        help="JSONL observations (default: stdin, or a prompt)",
     )
     p.add_argument("--cycles", type=int, metavar="N", help="stop after N cycles")
     p.add_argument(
@@ -528,6 +545,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             against = Checkpoint.from_json(Path(args.against).read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"verify: cannot read {args.against}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(
+                "checkpoint: not a Noema checkpoint (the file is not UTF-8)"
+            ) from None
     with _open(args) as mind:
         report = mind.verify(against=against)
     if args.json:
@@ -563,8 +584,14 @@ def cmd_export(args: argparse.Namespace) -> int:
             mind.export(sys.stdout)
             return EXIT_OK
         target = Path(args.file)
-        if target.is_dir():
-            raise UsageError(f"export: {target} is a directory")
+        try:
+            if target.is_dir():
+                raise UsageError(f"export: {target} is a directory")
+            if target.exists() and not target.is_file():
+                # Writing beside it and renaming would replace a device or a pipe.
+                raise UsageError(f"export: {target} is not a regular file")
+        except OSError as exc:
+            raise UsageError(f"export: cannot write {target}: {exc.strerror}") from None
         # Write beside the target and rename, so a failed export leaves no partial file.
         try:
             handle, temp = tempfile.mkstemp(prefix=".noema-export-", dir=target.parent or ".")

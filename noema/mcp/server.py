@@ -18,6 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import io
+import json
+import sys
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -80,19 +83,59 @@ class NoemaServer(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+            if isinstance(exc, UnexpectedToolError):
                 raise
-            # The SDK would quote pydantic's report: several lines, with the values.
-            raise ToolError(f"Error executing tool {name}: {argument_error(cause)}") from cause
+            if isinstance(cause, ValidationError):
+                # The SDK would quote pydantic's report: several lines, with the values.
+                message = f"Error executing tool {name}: {argument_error(cause)}"
+                raise ToolError(message) from cause
+            one_line = " ".join(str(exc).split())  # e.g. an unknown tool's name, as sent
+            if one_line == str(exc):
+                raise
+            raise ToolError(one_line) from cause
 
     async def run_stdio_async(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        # Lines end at "\n" only: JSON may hold a raw CR, which the SDK's default
+        # (universal newlines) would take for the end of a line.
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
+        async with stdio_server(stdin=_Lines(anyio.wrap_file(stdin))) as (  # type: ignore[arg-type]
+            read_stream,
+            write_stream,
+        ):
             server = self._lowlevel_server
             await server.run(
                 _Answering(read_stream, write_stream),
                 write_stream,
                 server.create_initialization_options(),
             )
+
+
+#: What an id that JSON-RPC forbids (null, a fraction, a bool, an object) is read
+#: as: not a message, so the server answers -32600. Read as it was sent, the SDK
+#: would take it for a notification and answer nothing.
+_NOT_A_MESSAGE = '{"jsonrpc": "not 2.0: its id is neither a string nor an integer"}'
+
+
+class _Lines:
+    """Lines of stdin, each request whose id JSON-RPC forbids made an invalid message."""
+
+    def __init__(self, inner: Any) -> None:
+        self._lines = inner.__aiter__()
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line: str = await self._lines.__anext__()
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):  # the SDK answers these with -32700
+            return line
+        if isinstance(data, dict) and "id" in data:
+            ident = data["id"]
+            if isinstance(ident, bool) or not isinstance(ident, int | str):
+                return _NOT_A_MESSAGE
+        return line
 
 
 class _Answering:

@@ -265,7 +265,7 @@ class Recaller:
                 results = self.rank(session, query, now, vector)
             if results and not query.peek:
                 with self.storage.transaction() as session:
-                    self._reinforce(session, query, results, now)
+                    self._reinforce(session, query, results, self.clock.now())
             return results
         with self.storage.transaction(write=not query.peek) as session:
             now = self.clock.now()
@@ -647,12 +647,22 @@ class Recaller:
     ) -> None:
         log = EventLog(self.mind.id, now)
         updates: list[tuple[str, dict[str, Any]]] = []
+        # Results ranked in an earlier transaction (deep recall, admitted peeks) may be
+        # stale: another write may have reinforced them since. Reinforce the rows as
+        # they are now, or that write's reinforcement is lost.
+        current = {
+            m.id: m
+            for m in session.run(ops.GetMemories(self.mind.id, [r.memory.id for r in results]))
+        }
         for result in results:
-            changes = reinforcement(result.memory, now, self.config)
-            updates.append((result.memory.id, changes))
+            memory = current.get(result.memory.id)
+            if memory is None:  # purged since it was ranked
+                continue
+            changes = reinforcement(memory, now, self.config)
+            updates.append((memory.id, changes))
             log.add(
                 EventKind.MEMORY_RETRIEVED,
-                memory_id=result.memory.id,
+                memory_id=memory.id,
                 payload={
                     "query": loggable(query.text, self.config.policy),
                     "rank": result.rank,
@@ -661,7 +671,8 @@ class Recaller:
                     "activation": changes["activation"],
                 },
             )
-        session.run(ops.UpdateMemories(self.mind.id, updates))
+        if updates:
+            session.run(ops.UpdateMemories(self.mind.id, updates))
         log.flush(session)
 
 
