@@ -1,14 +1,21 @@
-"""Concurrent writers: N processes write M memories each into one mind, then we count.
+"""Concurrent writers and readers: N processes write M memories each into one mind.
 
     python -m benchmarks.concurrency --url sqlite:///tmp/c.db \
         --url postgresql://postgres@127.0.0.1/noema_concurrency --writers 4 --memories 10000 \
-        --output docs/benchmarks.md
+        --readers 2 --output docs/benchmarks.md
 
 Each writer is its own process with its own ``Mind.open`` on the same store, writing
-distinct memories in batches (every one embedded inline with the hash embedder, so
-vectors and entity references are written concurrently too). Afterwards the parent
-checks: no memory lost, none duplicated, one vector per memory, and ``verify``
-passes (the audit chain stayed one chain). Exit status 1 when any check fails.
+distinct memories in batches (entity references with each batch; vectors from the
+hash embedder, which embeds a bulk write after it commits, in the background: so
+vectors are written concurrently too). Meanwhile each reader,
+a process of its own, goes round recall (which reinforces, so it writes too), peek
+(recall without reinforcing) and a listing of the newest events until the writers
+are done, counting its reads and every exception it sees: any error a user would
+see (``database is locked``, a timeout) is a failure. Afterwards the parent checks:
+no memory lost, none duplicated, one vector per memory, no reader error, and
+``verify`` passes (the audit chain stayed one chain). Exit status 1 when any check
+fails. The PostgreSQL database must exist, empty:
+``psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE noema_concurrency'``.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import queue
 import sys
 import time
 from pathlib import Path
@@ -42,6 +50,59 @@ def write(url: str, writer: int, count: int, batch: int) -> float:
         mind.remember_many(items, batch_size=batch)
         mind.wait_for_embeddings()  # a bulk write is embedded after it commits
     return time.perf_counter() - start
+
+
+def read(url: str, reader: int, stop: Any, out: Any) -> None:
+    """One reader process: recall, peek and list events in a loop until ``stop`` is set.
+
+    Puts ``ready`` on ``out`` once its mind is open, then its counts: reads done and
+    the exceptions seen (message: how many times).
+    """
+    from noema import Mind
+
+    reads = 0
+    errors: dict[str, int] = {}
+
+    def seen(exc: Exception) -> None:
+        key = f"{type(exc).__name__}: {exc}"[:300]
+        errors[key] = errors.get(key, 0) + 1
+
+    start = time.perf_counter()
+    ready = False
+    try:
+        with Mind.open(url, MIND, embedder=EMBEDDER) as mind:
+            out.put(("ready", reader))
+            ready = True
+            turn = 0
+            while not stop.is_set():
+                query = f"memory about topic {turn % 97}"
+                try:
+                    if turn % 3 == 0:
+                        mind.recall(query, limit=5)
+                    elif turn % 3 == 1:
+                        mind.recall(query, limit=5, peek=True)
+                    else:
+                        mind.events(limit=20, newest_first=True)
+                    reads += 1
+                except Exception as exc:  # what a user of the mind would see
+                    seen(exc)
+                turn += 1
+    except Exception as exc:  # opening or closing the mind failed
+        seen(exc)
+    if not ready:
+        out.put(("ready", reader))
+    out.put(("done", {"reads": reads, "errors": errors, "seconds": time.perf_counter() - start}))
+
+
+def _next(out: Any, readers: list[Any]) -> Any:
+    """The readers' next message; raises ``RuntimeError`` when one died without sending it."""
+    while True:
+        try:
+            return out.get(timeout=0.5)
+        except queue.Empty:
+            died = [p.exitcode for p in readers if p.exitcode not in (None, 0)]
+            if died:
+                raise RuntimeError(f"a reader died (exit status {died[0]})") from None
 
 
 def check(url: str, writers: int, count: int) -> dict[str, Any]:
@@ -80,12 +141,32 @@ def check(url: str, writers: int, count: int) -> dict[str, Any]:
     }
 
 
-def run(url: str, writers: int, count: int, batch: int) -> dict[str, Any]:
+def run(url: str, writers: int, count: int, batch: int, readers: int = 2) -> dict[str, Any]:
+    """Write with ``writers`` processes while ``readers`` processes read; then check."""
     context = multiprocessing.get_context("spawn")
-    start = time.perf_counter()
-    with context.Pool(writers) as pool:
-        seconds = pool.starmap(write, [(url, w, count, batch) for w in range(writers)])
-    wall = time.perf_counter() - start
+    stop = context.Event()
+    out = context.Queue()
+    reading = [context.Process(target=read, args=(url, r, stop, out)) for r in range(readers)]
+    for process in reading:
+        process.start()
+    try:
+        for _ in reading:  # the readers are reading before the first writer starts
+            _next(out, reading)
+        start = time.perf_counter()
+        with context.Pool(writers) as pool:
+            seconds = pool.starmap(write, [(url, w, count, batch) for w in range(writers)])
+        wall = time.perf_counter() - start
+    finally:
+        stop.set()
+    reads: list[dict[str, Any]] = []
+    for _ in reading:
+        try:
+            reads.append(_next(out, reading)[1])
+        except RuntimeError as exc:
+            reads.append({"reads": 0, "errors": {str(exc): 1}, "seconds": 0.0})
+            break
+    for process in reading:
+        process.join()
     result = check(url, writers, count)
     result.update(
         {
@@ -95,6 +176,10 @@ def run(url: str, writers: int, count: int, batch: int) -> dict[str, Any]:
             "wall_seconds": wall,
             "writer_seconds": seconds,
             "memories_per_s": writers * count / wall,
+            "readers": readers,
+            "reads": sum(r["reads"] for r in reads),
+            "read_errors": sum(sum(r["errors"].values()) for r in reads),
+            "reader_results": reads,
         }
     )
     result["ok"] = (
@@ -103,6 +188,8 @@ def run(url: str, writers: int, count: int, batch: int) -> dict[str, Any]:
         and result["memories"] == result["expected"]
         and result["vectors"] == result["expected"]
         and result["verify_ok"]
+        and result["read_errors"] == 0
+        and all(r["reads"] for r in reads)
     )
     return result
 
@@ -112,23 +199,33 @@ def render(results: list[tuple[str, dict[str, Any]]], command: str) -> str:
     rows = [
         f"| {url.split(':', 1)[0]} | {r['memories']:,} | {r['lost']} | {r['duplicated']} | "
         f"{r['vectors']:,} | {'passes' if r['verify_ok'] else 'FAILS'} | "
-        f"{r['wall_seconds']:.1f} s | {r['memories_per_s']:,.0f} |"
+        f"{r['wall_seconds']:.1f} s | {r['memories_per_s']:,.0f} | {r['reads']:,} | "
+        f"{r['read_errors']} |"
         for url, r in results
     ]
     return "\n".join(
         [
             BEGIN,
-            "## Concurrent writers",
+            "## Concurrent writers and readers",
             "",
             f"Measured on {machine()}.",
             f"Command: `{command}`",
             "",
             f"{first['writers']} processes, each writing {first['per_writer']:,} distinct "
-            f"memories in batches of {first['batch']} into one mind (inline hash-embedder "
-            "vectors and entity references included), all at once; one store per backend.",
+            f"memories in batches of {first['batch']} into one mind (entity references and "
+            "hash-embedder vectors included, the vectors embedded after each bulk write "
+            "commits), all at once; one store per backend."
+            + (
+                f" Meanwhile {first['readers']} reader processes go round recall "
+                "(reinforcing), peek and a listing of the newest events until the writers "
+                "are done; read errors: exceptions the readers saw."
+                if first["readers"]
+                else ""
+            ),
             "",
-            "| backend | memories | lost | duplicated | vectors | verify | wall | memories/s |",
-            "|---|---:|---:|---:|---:|---|---:|---:|",
+            "| backend | memories | lost | duplicated | vectors | verify | wall | memories/s | "
+            "reads | read errors |",
+            "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
             *rows,
             END,
         ]
@@ -146,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--memories", type=int, default=10_000, help="per writer")
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--readers", type=int, default=2, help="reader processes")
     parser.add_argument("--output", type=Path, help="markdown file to update")
     args = parser.parse_args(argv)
     from noema import Mind
@@ -155,15 +253,19 @@ def main(argv: list[str] | None = None) -> int:
             if mind.stats()["total"]:
                 print(f"concurrency: mind {MIND!r} at {url} is not empty", file=sys.stderr)
                 return 2
-    results = [(url, run(url, args.writers, args.memories, args.batch)) for url in args.url]
+    results = [
+        (url, run(url, args.writers, args.memories, args.batch, args.readers)) for url in args.url
+    ]
     print(json.dumps(dict(results), indent=2))
+    urls = " ".join(f"--url {url}" for url in args.url)
+    command = (
+        f"python -m benchmarks.concurrency {urls} --writers {args.writers} "
+        f"--memories {args.memories} --batch {args.batch} --readers {args.readers}"
+    )
+    section = render(results, command)
+    print(section)
     if args.output:
-        urls = " ".join(f"--url {url}" for url in args.url)
-        command = (
-            f"python -m benchmarks.concurrency {urls} --writers {args.writers} "
-            f"--memories {args.memories} --batch {args.batch}"
-        )
-        write_section(args.output, render(results, command), BEGIN, END)
+        write_section(args.output, section, BEGIN, END)
     return 0 if all(r["ok"] for _, r in results) else 1
 
 
