@@ -254,7 +254,8 @@ class _Session:
         self._cur = conn.cursor()
         self._write = write
         self._locked: set[str] = set()
-        self.inserted = 0  # memories written in this transaction
+        # Rows this transaction added to memories and vectors: the statistics follow them.
+        self.inserted = 0
 
     def run(self, op: ops.Op[R]) -> R:
         handler = _HANDLERS.get(type(op))
@@ -575,6 +576,10 @@ def _put_vectors(s: _Session, op: ops.PutVectors) -> None:
         raise ValueError(f"PutVectors: {len(op.ids)} ids but vectors of shape {vectors.shape}")
     if not len(op.ids):
         return
+    # Vectors written after their memories (background embedding, embed-missing) grow
+    # the table too: with statistics of an empty one, the planner rescans it for every
+    # memory when it looks for those still missing a vector.
+    s.inserted += len(op.ids)
     dims = int(vectors.shape[1])
     kind = "vector" if s._store.pgvector else "bytea"
     replacing = s.one(
@@ -1360,7 +1365,7 @@ class PostgresStorage:
             raise StorageError(f"lost the database connection: {_first_line(exc)}") from exc
 
     def _grew(self, conn: psycopg.Connection[Any], inserted: int) -> None:
-        """Refresh the planner's statistics (and the GIN index) once the tables doubled.
+        """Refresh the planner's statistics (and the GIN index) once the tables grew enough.
 
         Bulk writes outrun autovacuum: with statistics of a far smaller table the
         planner probes the wrong index (seconds instead of milliseconds). A busy
