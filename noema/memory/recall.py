@@ -256,22 +256,15 @@ class Recaller:
         """
         if vector is None:
             vector = self.query_vector(query.text)
-        if query.depth == "deep":
-            if self.reranker is None:
-                raise ConfigError("deep recall needs a reranker (none is configured)")
-            # The reranker is slow: rank in a read transaction, reinforce after.
-            with self.storage.transaction(write=False) as session:
-                now = self.clock.now()
-                results = self.rank(session, query, now, vector)
-            if results and not query.peek:
-                with self.storage.transaction() as session:
-                    self._reinforce(session, query, results, self.clock.now())
-            return results
-        with self.storage.transaction(write=not query.peek) as session:
-            now = self.clock.now()
-            results = self.rank(session, query, now, vector)
-            if results and not query.peek:
-                self._reinforce(session, query, results, now)
+        if query.depth == "deep" and self.reranker is None:
+            raise ConfigError("deep recall needs a reranker (none is configured)")
+        # Rank in a read transaction and reinforce after, in a short write: ranking
+        # under the write lock held every writer of the mind back for its whole length.
+        with self.storage.transaction(write=False) as session:
+            results = self.rank(session, query, self.clock.now(), vector)
+        if results and not query.peek:
+            with self.storage.transaction() as session:
+                self._reinforce(session, query, results, self.clock.now())
         return results
 
     def query_vector(self, text: str) -> np.ndarray | None:
