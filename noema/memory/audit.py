@@ -423,7 +423,7 @@ def _changed_field(
     memory: Memory, expected: _Expected, decays: Sequence[tuple[int, datetime, float]]
 ) -> str | None:
     """The first field of ``memory`` that its events do not lead to, if any."""
-    if (fixed := _fixed_field_changed(memory, expected.record)) is not None:
+    if (fixed := _fixed_field_changed(memory, expected.record or {})) is not None:
         return fixed
     if memory.origin_event != expected.origin_event:
         return "origin_event"
