@@ -136,7 +136,11 @@ def purge(storage: Storage, mind: MindInfo, clock: Clock, plan: PurgePlan) -> Pu
             e.id
             for e in _events(session, mind)
             if TOMBSTONE_KEY not in e.payload
-            and (e.memory_id in ids or e.id in origins or _quotes(e.payload, quotes))
+            and (
+                (e.memory_id in ids and not _merge_of_a_kept_memory(e, ids))
+                or e.id in origins
+                or _quotes(e.payload, quotes)
+            )
         ]
         log = EventLog(mind.id, clock.now())
         event = log.add(
@@ -228,9 +232,27 @@ def _events(session: Session, mind: MindInfo) -> Iterable[Event]:
         after = page[-1].seq
 
 
-def _quotes(value: Any, quotes: Sequence[str]) -> bool:
-    """Whether any string inside ``value`` (dict keys too) contains one of ``quotes``."""
-    return any(q in text.casefold() for text in _strings(value) for q in quotes)
+#: The payload fields of events that hold a user's text; the rest are Noema's own
+#: values (ids, kinds, channels, numbers), which a purge must not read as quotes.
+USER_TEXT = frozenset({"content", "summary", "key", "tags", "payload", "query", "note", "reason"})
+
+
+def _quotes(payload: dict[str, Any], quotes: Sequence[str]) -> bool:
+    """Whether a user's text in an event's ``payload`` contains one of ``quotes``."""
+    return any(
+        q in text.casefold()
+        for name, value in payload.items()
+        if name in USER_TEXT
+        for text in _strings(value)
+        for q in quotes
+    )
+
+
+def _merge_of_a_kept_memory(event: Event, ids: set[str]) -> bool:
+    """A merge into a purged memory, of one that stays: it holds ids only, and verify
+    needs it to see why the kept memory is archived."""
+    merged = event.payload.get("merged")
+    return event.kind == EventKind.MEMORY_MERGED and isinstance(merged, str) and merged not in ids
 
 
 def _scrub_snapshot(
@@ -244,7 +266,7 @@ def _scrub_snapshot(
 
     def kept(candidate: Candidate) -> bool:
         return candidate.memory_id not in ids and not _quotes(
-            [candidate.content, candidate.payload], quotes
+            {"content": candidate.content, "payload": candidate.payload}, quotes
         )
 
     scrubbed = snapshot.model_copy(
