@@ -80,8 +80,8 @@ START = datetime.fromisoformat("2026-01-01T12:00:00+00:00")
 
 EXAMPLES_VARIABLE = "NOEMA_STATEFUL_EXAMPLES"
 STEPS_VARIABLE = "NOEMA_STATEFUL_STEPS"
-#: The CI slice: per backend, about 25 sequences of 15 steps.
-CI_EXAMPLES = 25
+#: The CI slice: per backend, 30 sequences of 15 steps (enough that each rule is done).
+CI_EXAMPLES = 30
 CI_STEPS = 15
 
 # ---------------------------------------------------------------- vocabulary
