@@ -123,31 +123,24 @@ def create_text_indexes(conn: sqlite3.Connection, mind_id: str, number: int) -> 
         )
 
 
-def _unindex(conn: sqlite3.Connection, mind_id: str, ids: Sequence[str], field: str) -> None:
-    """Take memories' current text out of the mind's full-text table of ``field``."""
+def _index_rows(
+    conn: sqlite3.Connection, mind_id: str, ids: Sequence[str], field: str, *, remove: bool
+) -> None:
+    """Put memories' current text of ``field`` into the mind's full-text table, or take
+    it out (``remove``: FTS5's ``delete`` needs the text as it was indexed)."""
     number = _text_number(conn, mind_id)
     if number is None:
         return
     table, column = _text_table(number, field), _TEXT_COLUMNS[field]
+    target, values = (
+        (f"{table}({table}, rowid, {column})", f"'delete', rowid, {column}")
+        if remove
+        else (f"{table}(rowid, {column})", f"rowid, {column}")
+    )
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         conn.execute(
-            f"INSERT INTO {table}({table}, rowid, {column}) SELECT 'delete', rowid, {column} "
-            f"FROM memories WHERE mind_id = ? AND id IN ({_placeholders(len(chunk))})",
-            (mind_id, *chunk),
-        )
-
-
-def _reindex(conn: sqlite3.Connection, mind_id: str, ids: Sequence[str], field: str) -> None:
-    """Put memories' current text into the mind's full-text table of ``field``."""
-    number = _text_number(conn, mind_id)
-    if number is None:
-        return
-    table, column = _text_table(number, field), _TEXT_COLUMNS[field]
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        conn.execute(
-            f"INSERT INTO {table}(rowid, {column}) SELECT rowid, {column} FROM memories "
+            f"INSERT INTO {target} SELECT {values} FROM memories "
             f"WHERE mind_id = ? AND id IN ({_placeholders(len(chunk))})",
             (mind_id, *chunk),
         )
@@ -259,12 +252,12 @@ def _update_memories(conn: sqlite3.Connection, op: ops.UpdateMemories) -> None:
     # Keys are rebuilt (reindex) where content never changes: re-index those rows.
     rekeyed = [memory_id for memory_id, changes in op.updates if "keys" in changes]
     if rekeyed:
-        _unindex(conn, op.mind_id, rekeyed, "keys")
+        _index_rows(conn, op.mind_id, rekeyed, "keys", remove=True)
     for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = ?" for c in columns)
         conn.executemany(f"UPDATE memories SET {assignments} WHERE mind_id = ? AND id = ?", rows)
     if rekeyed:
-        _reindex(conn, op.mind_id, rekeyed, "keys")
+        _index_rows(conn, op.mind_id, rekeyed, "keys", remove=False)
 
 
 def _get_memories(conn: sqlite3.Connection, op: ops.GetMemories) -> list[Memory]:
@@ -731,7 +724,7 @@ def _purge_memories(conn: sqlite3.Connection, op: ops.PurgeMemories) -> int:
     # the file; the full-text indexes are merged so no segment keeps the purged tokens.
     conn.execute("PRAGMA secure_delete = ON")
     for field in _TEXT_COLUMNS:
-        _unindex(conn, op.mind_id, ids, field)
+        _index_rows(conn, op.mind_id, ids, field, remove=True)
     deleted = 0
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
