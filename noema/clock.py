@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "iso"]
 
 
 @runtime_checkable
@@ -13,6 +14,14 @@ class Clock(Protocol):
     """Tells the current time as an aware UTC datetime."""
 
     def now(self) -> datetime: ...
+
+
+@functools.lru_cache(maxsize=4096)  # a batch's events share one time
+def iso(value: datetime) -> str:
+    """Canonical text of a time: UTC, microseconds, ``Z``; the one format Noema writes."""
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _utc(value: datetime) -> datetime:

@@ -12,7 +12,7 @@ from concepts import (
     MemoryKind,
     WorkingMemoryItem,
 )
-from noema.memory.audit import iso
+from noema.clock import iso
 from processes.base import Process
 from workspace.context import ProcessContext
 

@@ -78,8 +78,8 @@ from concepts import (
     normalise_content,
 )
 from noema.errors import NoemaError
+from noema.memory.events import EventLog
 from noema.memory.recall import STOPWORDS, query_terms
-from noema.memory.reconciler import EventLog
 from noema.storage import ops
 from processes.base import Process
 from workspace.context import ProcessContext

@@ -20,6 +20,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
 from noema import EventKind, InvalidInput, ManualClock, Mind, RecallFilters, RecallResult
+from noema.clock import iso
 from noema.integrations.langchain import NoemaRetriever
 from noema.memory.prompt import TIERS, Tier, format_memories
 
@@ -41,12 +42,15 @@ def expected_metadata(result: RecallResult) -> dict[str, Any]:
         "key": memory.key,
         "tags": list(memory.tags),
         "confidence": memory.confidence,
-        "recorded_at": memory.recorded_at.isoformat(),
-        "valid_from": memory.valid_from.isoformat(),
-        "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
+        "recorded_at": iso(memory.recorded_at),
+        "valid_from": iso(memory.valid_from),
+        "valid_to": None if memory.valid_to is None else iso(memory.valid_to),
         "rank": result.rank,
         "score": result.score,
         "components": result.components,
+        "conflicts": list(result.conflicts),
+        "signals": result.signals,
+        "weights": result.weights,
     }
 
 
@@ -196,8 +200,8 @@ def test_as_of_answers_from_what_was_valid_then(mind: Mind, clock: ManualClock) 
         [then] = retriever.invoke("user works")
         assert (then.id, then.page_content) == (acme.id, "The user works at Acme")
         assert then.metadata["status"] == "superseded"
-        assert then.metadata["valid_from"] == t0.isoformat()
-        assert then.metadata["valid_to"] == t1.isoformat()
+        assert then.metadata["valid_from"] == iso(t0)
+        assert then.metadata["valid_to"] == iso(t1)
         assert then.metadata["key"] == "user.employer"
 
     after = NoemaRetriever(mind=mind, as_of=t1 + timedelta(days=1), peek=True)

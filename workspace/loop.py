@@ -28,10 +28,10 @@ from concepts import (
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
+from noema.clock import iso
 from noema.errors import InvalidInput, PolicyViolation
-from noema.memory.audit import iso
+from noema.memory.events import EventLog
 from noema.memory.policy import apply_secret_policy, secret_kinds
-from noema.memory.reconciler import EventLog
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
 from workspace.context import Percept, ProcessContext

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from concepts import Channel, Epistemic, MemoryInput, MemoryKind, Relation, Status
+from noema import serialize
 from noema.cli import _render as render
 from noema.config import Settings
 from noema.errors import InvalidInput, NoemaError, UsageError, from_validation
@@ -368,7 +369,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         memory = mind.remember_many([item], force=args.force)[0]
     if args.json:
-        render.emit_json(render.memory_json(memory))
+        render.emit_json(serialize.memory_json(memory))
     else:
         print(render.memory_line(memory))
     return EXIT_OK
@@ -397,7 +398,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
         print(format_memories(results, args.tier) or "nothing recalled")
     elif args.json:
-        render.emit_json([render.result_json(r) for r in results])
+        render.emit_json([serialize.result_json(r) for r in results])
     elif not results:
         print("nothing recalled")
     else:
@@ -414,9 +415,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         render.emit_json(
             {
-                **render.memory_json(memory),
-                "relationships": [render.relationship_json(e) for e in edges],
-                "events": [render.event_json(e) for e in events],
+                **serialize.memory_json(memory),
+                "relationships": [serialize.relationship_json(e) for e in edges],
+                "events": [serialize.event_json(e) for e in events],
             }
         )
         return EXIT_OK
@@ -438,7 +439,7 @@ def cmd_retract(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         memory = mind.retract(args.id, reason=args.reason)
     if args.json:
-        render.emit_json(render.memory_json(memory))
+        render.emit_json(serialize.memory_json(memory))
     else:
         print(f"retracted {memory.id}")
     return EXIT_OK
@@ -450,7 +451,7 @@ def cmd_relate(args: argparse.Namespace) -> int:
             args.src, args.relation, args.dst, confidence=args.confidence, source="cli"
         )
     if args.json:
-        render.emit_json(render.relationship_json(edge))
+        render.emit_json(serialize.relationship_json(edge))
     else:
         print(render.relationship_line(edge))
     return EXIT_OK
@@ -460,7 +461,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         memory = mind.feedback(args.id, args.value, note=args.note)
     if args.json:
-        render.emit_json(render.memory_json(memory))
+        render.emit_json(serialize.memory_json(memory))
     else:
         print(f"{memory.id}  confidence now {memory.confidence:.3f}")
     return EXIT_OK
@@ -470,7 +471,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         proposals = mind.proposals()
     if args.json:
-        render.emit_json([render.relationship_json(p) for p in proposals])
+        render.emit_json([serialize.relationship_json(p) for p in proposals])
     elif not proposals:
         print("no pending proposals")
     else:
@@ -483,7 +484,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         edge = mind.approve(args.id) if args.approve else mind.reject(args.id)
     if args.json:
-        render.emit_json(render.relationship_json(edge))
+        render.emit_json(serialize.relationship_json(edge))
     else:
         print(f"{'approved' if args.approve else 'rejected'} {edge.id}")
     return EXIT_OK
@@ -495,7 +496,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         events = mind.events(memory_id=args.memory, kinds=args.kind, limit=args.limit)
     if args.json:
-        render.emit_json([render.event_json(e) for e in events])
+        render.emit_json([serialize.event_json(e) for e in events])
     else:
         for event in events:
             print(render.event_line(event))
@@ -552,7 +553,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with _open(args) as mind:
         report = mind.verify(against=against)
     if args.json:
-        render.emit_json(render.verify_json(report))
+        render.emit_json(serialize.verify_json(report))
     elif report.ok:
         print(
             f"audit chain intact: {report.entries} entries, {report.events} events, "
@@ -659,7 +660,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if args.json:
                 render.emit_json(
                     {
-                        "memories": [render.memory_json(m) for m in plan.memories],
+                        "memories": [serialize.memory_json(m) for m in plan.memories],
                         "derived": plan.derived,
                     }
                 )

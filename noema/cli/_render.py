@@ -1,4 +1,7 @@
-"""How the CLI shows records: JSON objects for ``--json``, short lines for people."""
+"""How the CLI shows records to people: short lines, details and a progress bar.
+
+Their JSON shapes for ``--json`` come from :mod:`noema.serialize`.
+"""
 
 from __future__ import annotations
 
@@ -7,56 +10,8 @@ import sys
 from typing import Any, TextIO
 
 from concepts import Event, Memory, RecallResult, Relationship
-from noema.memory.audit import VerifyReport, iso
-
-
-def plain(value: Any) -> Any:
-    """A record's field as JSON: times in canonical ISO, enums as their values."""
-    if hasattr(value, "astimezone"):
-        return iso(value)
-    if isinstance(value, tuple | list):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if hasattr(value, "value"):
-        return value.value
-    return value
-
-
-def memory_json(memory: Memory) -> dict[str, Any]:
-    return {name: plain(getattr(memory, name)) for name in Memory.model_fields}
-
-
-def relationship_json(edge: Relationship) -> dict[str, Any]:
-    return {name: plain(getattr(edge, name)) for name in Relationship.model_fields}
-
-
-def event_json(event: Event) -> dict[str, Any]:
-    return {name: plain(getattr(event, name)) for name in Event.model_fields}
-
-
-def result_json(result: RecallResult) -> dict[str, Any]:
-    m = result.memory
-    return {
-        "id": m.id,
-        "content": m.content,
-        "kind": m.kind.value,
-        "epistemic": m.epistemic.value,
-        "status": m.status.value,
-        "key": m.key,
-        "score": result.score,
-        "components": result.components,
-        "conflicts": list(result.conflicts),
-        "rank": result.rank,
-        "signals": result.signals,
-        "weights": result.weights,
-        "channel": m.channel.value,
-        "confidence": m.confidence,
-        "tags": list(m.tags),
-        "recorded_at": iso(m.recorded_at),
-        "valid_from": iso(m.valid_from),
-        "valid_to": None if m.valid_to is None else iso(m.valid_to),
-    }
+from noema.clock import iso
+from noema.serialize import plain
 
 
 def emit_json(value: Any, out: TextIO | None = None) -> None:
@@ -134,17 +89,3 @@ class Progress:
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()
-
-
-def verify_json(report: VerifyReport) -> dict[str, Any]:
-    """What ``verify`` says, the same on the CLI and over MCP."""
-    return {
-        "ok": report.ok,
-        "entries": report.entries,
-        "events": report.events,
-        "memories": report.memories,
-        "relationships": report.relationships,
-        "unrecorded": report.unrecorded,
-        "problem": report.problem,
-        "problems": report.problems,
-    }

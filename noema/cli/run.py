@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from concepts import Observation
+from noema import serialize
 from noema.cli import _render as render
 from noema.config import JobsConfig
 from noema.errors import InvalidInput, from_validation
@@ -119,7 +120,7 @@ def print_cycle(mind: Mind, report: CycleReport, after: int, *, as_json: bool) -
     events = mind.events(after_seq=after)
     if as_json:
         for event in events:
-            render.emit_json(render.event_json(event))
+            render.emit_json(serialize.event_json(event))
     else:
         winners = [d for d in report.decisions if d.admitted]
         if not winners:

@@ -36,6 +36,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, ValidationError, field_validator
 
 from concepts import RecallFilters, RecallResult
+from noema import serialize
 from noema.errors import InvalidInput, from_validation
 from noema.memory.prompt import Tier, format_memories
 from noema.mind import Mind, recall_query
@@ -142,27 +143,8 @@ class NoemaRetriever(BaseRetriever):
 
 def to_document(result: RecallResult) -> Document:
     """One recall result as a ``Document``: the content, with the rest as plain metadata."""
-    memory = result.memory
-    return Document(
-        id=memory.id,
-        page_content=memory.content,
-        metadata={
-            "id": memory.id,
-            "kind": memory.kind.value,
-            "epistemic": memory.epistemic.value,
-            "status": memory.status.value,
-            "channel": memory.channel.value,
-            "key": memory.key,
-            "tags": list(memory.tags),
-            "confidence": memory.confidence,
-            "recorded_at": memory.recorded_at.isoformat(),
-            "valid_from": memory.valid_from.isoformat(),
-            "valid_to": memory.valid_to.isoformat() if memory.valid_to else None,
-            "rank": result.rank,
-            "score": result.score,
-            "components": dict(result.components),
-        },
-    )
+    metadata = serialize.result_json(result)
+    return Document(id=result.memory.id, page_content=metadata.pop("content"), metadata=metadata)
 
 
 def _checked(build: Callable[[], T], name: str = "") -> T:

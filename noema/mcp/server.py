@@ -42,8 +42,8 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from concepts import Channel
+from noema import serialize
 from noema._arguments import argument_error
-from noema.cli import _render as render
 from noema.errors import NoemaError
 from noema.mind import Mind, recall_query
 
@@ -258,7 +258,7 @@ def build_server(mind: Mind) -> NoemaServer:
             tags=tags or [],
             valid_from=valid_from,
         )
-        return render.memory_json(memory)
+        return serialize.memory_json(memory)
 
     @server.tool()
     async def recall(
@@ -301,7 +301,7 @@ def build_server(mind: Mind) -> NoemaServer:
             depth="deep" if deep else "fast",
         )
         results = await _call(mind.recall, request)
-        return {"results": [render.result_json(r) for r in results]}
+        return {"results": [serialize.result_json(r) for r in results]}
 
     @server.tool()
     async def get(id: str) -> dict[str, Any]:
@@ -309,8 +309,8 @@ def build_server(mind: Mind) -> NoemaServer:
         memory = await _call(mind.get, id)
         edges = await _call(mind.relationships, id)
         return {
-            **render.memory_json(memory),
-            "relationships": [render.relationship_json(e) for e in edges],
+            **serialize.memory_json(memory),
+            "relationships": [serialize.relationship_json(e) for e in edges],
         }
 
     @server.tool()
@@ -333,22 +333,22 @@ def build_server(mind: Mind) -> NoemaServer:
     ) -> dict[str, Any]:
         """Add an edge ``src -relation-> dst``; ``same_as`` is staged as a proposal."""
         edge = await _call(mind.relate, src, relation, dst, confidence=confidence, source="mcp")
-        return render.relationship_json(edge)
+        return serialize.relationship_json(edge)
 
     @server.tool()
     async def retract(id: str, reason: str) -> dict[str, Any]:
         """Mark a memory inaccurate, with the reason; it stays for provenance."""
-        return render.memory_json(await _call(mind.retract, id, reason=reason))
+        return serialize.memory_json(await _call(mind.retract, id, reason=reason))
 
     @server.tool()
     async def supersede(id: str, content: str) -> dict[str, Any]:
         """Amend a memory: ``content`` becomes its new version (same kind and key)."""
-        return render.memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
+        return serialize.memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
 
     @server.tool()
     async def feedback(id: str, value: float, note: str | None = None) -> dict[str, Any]:
         """Rate a memory from -1 (wrong, useless) to 1 (true, useful)."""
-        return render.memory_json(await _call(mind.feedback, id, value, note=note))
+        return serialize.memory_json(await _call(mind.feedback, id, value, note=note))
 
     @server.tool()
     async def timeline(id: str, limit: int = 100) -> dict[str, Any]:
@@ -357,27 +357,27 @@ def build_server(mind: Mind) -> NoemaServer:
             raise ToolError(f"limit: between 1 and 10000, got {limit}")
         await _call(mind.get, id)  # an id of no memory of this mind is an error, not []
         events = await _call(mind.events, memory_id=id, limit=limit, newest_first=True)
-        return {"events": [render.event_json(e) for e in reversed(events)]}
+        return {"events": [serialize.event_json(e) for e in reversed(events)]}
 
     @server.tool()
     async def proposals() -> dict[str, Any]:
         """Pending ``same_as`` merge proposals."""
         found = await _call(mind.proposals)
-        return {"proposals": [render.relationship_json(e) for e in found]}
+        return {"proposals": [serialize.relationship_json(e) for e in found]}
 
     @server.tool()
     async def approve(id: str) -> dict[str, Any]:
         """Approve a merge proposal (by relationship id): its source is archived into it."""
-        return render.relationship_json(await _call(mind.approve, id))
+        return serialize.relationship_json(await _call(mind.approve, id))
 
     @server.tool()
     async def reject(id: str) -> dict[str, Any]:
         """Reject a merge proposal (by relationship id); both memories stay."""
-        return render.relationship_json(await _call(mind.reject, id))
+        return serialize.relationship_json(await _call(mind.reject, id))
 
     @server.tool()
     async def verify() -> dict[str, Any]:
         """Check the audit chain, its events, and every memory and edge against them."""
-        return render.verify_json(await _call(mind.verify))
+        return serialize.verify_json(await _call(mind.verify))
 
     return server

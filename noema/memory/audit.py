@@ -23,15 +23,15 @@ what they logged; a checkpoint of its head kept elsewhere does (``checkpoint``).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from concepts import AuditEntry, Event, EventKind, Memory, Relationship, Status, trusted
+from noema.clock import iso
 from noema.errors import InvalidInput
 from noema.ids import content_hash
 from noema.memory.activation import decayed
@@ -46,7 +46,6 @@ __all__ = [
     "created_payload",
     "event_digest",
     "fixed_record",
-    "iso",
     "tombstone",
     "verify_records",
 ]
@@ -66,14 +65,6 @@ def _tombstoned(event: Event) -> str | None:
     """The purge event named by a tombstoned event's payload, if it is one."""
     value = event.payload.get(TOMBSTONE_KEY)
     return value if len(event.payload) == 1 and isinstance(value, str) else None
-
-
-@functools.lru_cache(maxsize=4096)  # a batch's events share one time
-def iso(value: datetime) -> str:
-    """Canonical text of a time: UTC, microseconds, ``Z``."""
-    if value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def canonical(value: Any) -> str:

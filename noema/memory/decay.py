@@ -8,7 +8,7 @@ from concepts import EventKind, MindInfo
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.memory.activation import decayed
-from noema.memory.reconciler import EventLog
+from noema.memory.events import EventLog
 from noema.storage import Storage, ops
 
 __all__ = ["DecayReport", "run_decay"]

@@ -30,7 +30,7 @@ from concepts import (
 from noema.clock import Clock
 from noema.errors import InvalidInput, NotFound
 from noema.memory.audit import TOMBSTONE_KEY, tombstone
-from noema.memory.reconciler import EventLog
+from noema.memory.events import EventLog
 from noema.storage import Session, Storage, ops
 
 __all__ = ["PurgePlan", "PurgeReport", "plan_purge", "purge"]

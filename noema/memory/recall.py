@@ -35,9 +35,10 @@ from noema.embeddings import Embedder
 from noema.errors import ConfigError, RuntimeFailure
 from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
 from noema.memory.entities import extract_entities
+from noema.memory.events import EventLog
 from noema.memory.policy import loggable
 from noema.memory.query import QueryPlan, entity_signal, memory_facts, time_signal, understand
-from noema.memory.reconciler import EventLog, reinforcement
+from noema.memory.reconciler import reinforcement
 from noema.memory.rerank import Reranker, spread
 from noema.storage import Session, Storage, ops
 

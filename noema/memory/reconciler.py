@@ -17,7 +17,6 @@ import numpy as np
 
 from concepts import (
     CHANNEL_TRUST,
-    Event,
     EventKind,
     Memory,
     MemoryInput,
@@ -30,67 +29,26 @@ from concepts import (
     credibility,
     trusted,
 )
-from noema.clock import Clock
+from noema.clock import Clock, iso
 from noema.config import MindConfig
 from noema.embeddings import Embedder
 from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
-from noema.memory.audit import chain, created_payload, iso
+from noema.memory.audit import created_payload
 from noema.memory.entities import extract_entities
+from noema.memory.events import EventLog
 from noema.memory.keys import expand_keys
 from noema.memory.policy import apply_secret_policy, screen_text
 from noema.storage import Session, Storage, ops
 
-__all__ = ["EventLog", "Reconciler", "entity_refs", "reinforcement"]
+__all__ = ["Reconciler", "entity_refs", "reinforcement"]
 
 #: Prior strength of the Beta confidence posterior: Beta(5, 5) has strength 10.
 PRIOR_STRENGTH = 10.0
 _MIN_SHAPE = 1e-3
 #: Edges whose source must not come after their target in time.
 _ORDERED = frozenset({Relation.CAUSES, Relation.PRECEDES})
-
-
-class EventLog:
-    """Events of one write transaction, appended with their audit entries on flush."""
-
-    def __init__(self, mind_id: str, now: datetime) -> None:
-        self.mind_id = mind_id
-        self.now = now
-        self.events: list[Event] = []
-
-    def add(
-        self,
-        kind: str,
-        *,
-        memory_id: str | None = None,
-        origin_event: str | None = None,
-        payload: dict[str, Any] | None = None,
-        event_id: str | None = None,
-    ) -> Event:
-        event = trusted(
-            Event,
-            dict(
-                id=event_id or new_id(self.now),
-                mind_id=self.mind_id,
-                kind=kind,
-                at=self.now,
-                memory_id=memory_id,
-                origin_event=origin_event,
-                payload=payload or {},
-                seq=None,
-            ),
-        )
-        self.events.append(event)
-        return event
-
-    def flush(self, session: Session) -> None:
-        if not self.events:
-            return
-        head = session.run(ops.AuditHead(self.mind_id))
-        session.run(ops.AppendEvents(self.events))
-        session.run(ops.AppendAudit(self.mind_id, chain(head, self.events)))
-        self.events = []
 
 
 def reinforcement(memory: Memory, now: datetime, config: MindConfig) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
+from noema.clock import iso
 from noema.config import WritePolicy
 from noema.errors import InvalidInput, PolicyViolation, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.memory.audit import canonical, event_record, iso, verify_records
+from noema.memory.audit import canonical, event_record, verify_records
 from noema.memory.policy import secret_kinds, value_kinds
 from noema.memory.reconciler import entity_refs
 from noema.storage import Session, Storage, ops

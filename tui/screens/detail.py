@@ -14,8 +14,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
 from concepts import Event, Relation, RelationStatus, Status
+from noema.clock import iso
 from noema.errors import NoemaError
-from noema.memory.audit import iso
 from tui.data import Edge, MemoryDetail
 from tui.screens._base import DataScreen
 from tui.screens.explorer import clip

@@ -13,7 +13,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
 from concepts import Channel, Epistemic, Memory, MemoryKind, RecallFilters, RecallResult, Status
-from noema.memory.audit import iso
+from noema.clock import iso
 from tui.data import COMPONENTS, other_component
 from tui.screens._base import DataScreen
 from tui.widgets import ActivationSpark
