@@ -26,8 +26,9 @@ from pgvector.psycopg import register_vector
 from concepts import RecallFilters
 from noema import ConfigError, Mind, StorageError
 from noema.ids import new_id
-from noema.storage import open_storage, ops, postgres
+from noema.storage import open_storage, ops
 from noema.storage.postgres import MIGRATIONS, PostgresStorage, bm25, parse_url, token_count
+from noema.storage.postgres import vectors as pg_vectors
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
@@ -133,14 +134,14 @@ def test_the_vector_column_is_pgvector_or_bytes(storage: PostgresStorage, backen
 def test_a_pgvector_older_than_0_5_is_refused_in_one_line(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.4.1")
+    monkeypatch.setattr(pg_vectors, "installed_pgvector", lambda conn: "0.4.1")
     with pytest.raises(StorageError) as caught:
         open_storage(store_url)
     assert str(caught.value) == (
         "pgvector 0.4.1 is too old: Noema needs 0.5.0 or newer "
         "(upgrade it, then ALTER EXTENSION vector UPDATE)"
     )
-    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.5.0")
+    monkeypatch.setattr(pg_vectors, "installed_pgvector", lambda conn: "0.5.0")
     store = open_storage(store_url)
     assert isinstance(store, PostgresStorage)
     store.close()
@@ -206,7 +207,7 @@ def test_before_pgvector_0_8_filtered_searches_still_find_the_exact_best(
     planner = quote("-c enable_seqscan=off -c enable_sort=off ", safe="")
     url = store_url.replace("options=", f"options={planner}", 1) + "&index_min_rows=300"
     current = open_storage(url)
-    monkeypatch.setattr(postgres, "_installed_pgvector", lambda conn: "0.7.0")
+    monkeypatch.setattr(pg_vectors, "installed_pgvector", lambda conn: "0.7.0")
     old = open_storage(url)
     assert isinstance(current, PostgresStorage) and isinstance(old, PostgresStorage)
     assert old.pgvector_version == (0, 7, 0)

@@ -21,6 +21,7 @@ from concepts import (
     Event,
     Memory,
     MemoryKind,
+    MindInfo,
     Relationship,
     Status,
     trusted,
@@ -79,6 +80,11 @@ REL_COLUMNS = (
 )
 EVENT_COLUMNS = ("seq", "id", "mind_id", "kind", "at", "memory_id", "origin_event", "payload")
 AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "digest", "prev_hash", "hash")
+#: What a new row names (events get their ``seq`` from the database; audit rows carry the mind).
+EVENT_INSERT_COLUMNS = EVENT_COLUMNS[1:]
+AUDIT_INSERT_COLUMNS = ("mind_id", *AUDIT_COLUMNS)
+#: The columns of ``memories`` aliased ``m``, in ``MEMORY_COLUMNS`` order.
+MEMORY_SELECT = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
 
 
 def to_micros(value: datetime) -> int:
@@ -92,6 +98,10 @@ def from_micros(value: int) -> datetime:
 
 def opt_time(value: int | None) -> datetime | None:
     return None if value is None else from_micros(value)
+
+
+def opt_micros(value: datetime | None) -> int | None:
+    return None if value is None else to_micros(value)
 
 
 def to_json(value: Any) -> str:
@@ -123,9 +133,9 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         to_micros(m.activation_at),
         m.status.value,
         to_micros(m.valid_from),
-        None if m.valid_to is None else to_micros(m.valid_to),
+        opt_micros(m.valid_to),
         to_micros(m.recorded_at),
-        None if m.last_accessed is None else to_micros(m.last_accessed),
+        opt_micros(m.last_accessed),
         m.access_count,
         m.origin_event,
         m.content_hash,
@@ -134,6 +144,45 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         m.decay.value,
         m.keys,
     )
+
+
+def relationship_row(r: Relationship) -> tuple[Any, ...]:
+    """A relationship as a row of ``REL_COLUMNS``."""
+    return (
+        r.id,
+        r.mind_id,
+        r.src,
+        r.relation.value,
+        r.dst,
+        r.confidence,
+        r.source,
+        r.status.value,
+        to_micros(r.created_at),
+        opt_micros(r.decided_at),
+    )
+
+
+def event_row(e: Event) -> tuple[Any, ...]:
+    """An event as a row of ``EVENT_INSERT_COLUMNS``."""
+    return (
+        e.id,
+        e.mind_id,
+        e.kind,
+        to_micros(e.at),
+        e.memory_id,
+        e.origin_event,
+        to_json(e.payload),
+    )
+
+
+def audit_row(mind_id: str, a: AuditEntry) -> tuple[Any, ...]:
+    """An audit entry of ``mind_id`` as a row of ``AUDIT_INSERT_COLUMNS``."""
+    return (mind_id, a.seq, to_micros(a.at), a.event_id, a.action, a.digest, a.prev_hash, a.hash)
+
+
+def mind_from_row(row: Sequence[Any]) -> MindInfo:
+    """A ``(id, name, created_at)`` row as the mind it describes."""
+    return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
 
 
 def memory_from_row(row: Sequence[Any]) -> Memory:
@@ -193,8 +242,16 @@ def update_groups(
 
 def _column_value(column: str, value: Any) -> Any:
     if column in TIME_COLUMNS:
-        return None if value is None else to_micros(value)
+        return opt_micros(value)
     return getattr(value, "value", value)
+
+
+def vector_matrix(ids: Sequence[str], vectors: Any) -> np.ndarray:
+    """``PutVectors``' vectors as contiguous float32 rows, one per id (else a ``ValueError``)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ValueError(f"PutVectors: {len(ids)} ids but vectors of shape {matrix.shape}")
+    return matrix
 
 
 def unit_query(query: Any) -> np.ndarray | None:

@@ -10,11 +10,37 @@ opening, for any mind that lacks them. The storage operations keep them in
 step: new memories enter in bulk from ``InsertMemories`` (one ``INSERT ...
 SELECT`` per batch is five times faster than a per-row trigger), a change of
 keys re-indexes its rows, and a purge takes its rows out.
+
+``migrate`` applies the list on open, through the runner both backends share.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from noema.storage._migrations import Migration, Migrator
+from noema.storage._schema import (
+    EVENT_LOOKUPS,
+    INITIAL_SHARED,
+    SNAPSHOTS_AND_LEASES,
+    Types,
+    render,
+)
+from noema.storage._sqlite_text import create_missing_text_indexes
+
+#: SQLite's types in the templates of the tables both backends hold alike (``_schema``).
+_TYPES: Types = {
+    "id": "TEXT",
+    "text": "TEXT",
+    "real": "REAL",
+    "int": "INTEGER",
+    "serial": "INTEGER PRIMARY KEY",
+    "without_rowid": " WITHOUT ROWID",
+}
+
+MIGRATIONS: list[Migration] = [
     (
         1,
         "initial schema",
@@ -73,70 +99,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             INSERT INTO memories_fts(memories_fts, rowid, content)
                 VALUES ('delete', old.rowid, old.content);
         END;
-
-        CREATE TABLE relationships (
-            id          TEXT NOT NULL,
-            mind_id     TEXT NOT NULL REFERENCES minds(id),
-            src         TEXT NOT NULL,
-            relation    TEXT NOT NULL,
-            dst         TEXT NOT NULL,
-            confidence  REAL NOT NULL,
-            source      TEXT NOT NULL,
-            status      TEXT NOT NULL,
-            created_at  INTEGER NOT NULL,
-            decided_at  INTEGER,
-            PRIMARY KEY (mind_id, id),
-            FOREIGN KEY (mind_id, src) REFERENCES memories(mind_id, id),
-            FOREIGN KEY (mind_id, dst) REFERENCES memories(mind_id, id)
-        );
-        CREATE UNIQUE INDEX relationships_edge ON relationships(mind_id, src, relation, dst);
-        CREATE INDEX relationships_dst ON relationships(mind_id, dst);
-
-        CREATE TABLE events (
-            seq          INTEGER PRIMARY KEY,
-            id           TEXT NOT NULL,
-            mind_id      TEXT NOT NULL REFERENCES minds(id),
-            kind         TEXT NOT NULL,
-            at           INTEGER NOT NULL,
-            memory_id    TEXT,
-            origin_event TEXT,
-            payload      TEXT NOT NULL DEFAULT '{}'
-        );
-        CREATE UNIQUE INDEX events_mind_id ON events(mind_id, id);
-        CREATE INDEX events_mind_memory ON events(mind_id, memory_id, seq)
-            WHERE memory_id IS NOT NULL;
-        CREATE INDEX events_mind_kind ON events(mind_id, kind, seq);
-
-        CREATE TABLE audit (
-            mind_id    TEXT NOT NULL REFERENCES minds(id),
-            seq        INTEGER NOT NULL,
-            at         INTEGER NOT NULL,
-            event_id   TEXT NOT NULL,
-            action     TEXT NOT NULL,
-            digest     TEXT NOT NULL,
-            prev_hash  TEXT NOT NULL,
-            hash       TEXT NOT NULL,
-            PRIMARY KEY (mind_id, seq)
-        ) WITHOUT ROWID;
-        """,
+"""
+        + render(INITIAL_SHARED, _TYPES),
     ),
     (
         2,
         "workspace snapshots and job leases",
-        """
-        CREATE TABLE workspace_snapshots (
-            mind_id   TEXT PRIMARY KEY REFERENCES minds(id),
-            cycle     INTEGER NOT NULL,
-            saved_at  INTEGER NOT NULL,
-            data      TEXT NOT NULL
-        );
-
-        CREATE TABLE job_leases (
-            name        TEXT PRIMARY KEY,
-            holder      TEXT NOT NULL,
-            expires_at  INTEGER NOT NULL
-        );
-        """,
+        render(SNAPSHOTS_AND_LEASES, _TYPES),
     ),
     (
         3,
@@ -213,4 +182,61 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         DROP TABLE memories_keys_fts;
         """,
     ),
+    (6, "audit entries by event, events by position", render(EVENT_LOOKUPS, _TYPES)),
 ]
+
+
+class _Migrator(Migrator):
+    ledger = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    record = (
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, datetime('now'))"
+    )
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        super().__init__(path)
+        self._conn = conn
+
+    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(query, params).fetchall()
+
+    def apply(self, script: str) -> None:
+        for statement in _split_sql(script):
+            self._conn.execute(statement)
+
+    def cause(self, exc: Exception) -> str | None:
+        return str(exc) if isinstance(exc, sqlite3.Error) else None
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Bring the database at ``path`` up to date in one write transaction.
+
+    Then every mind has its full-text tables (those of minds older than
+    migration 5 are created here).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _Migrator(conn, path).run(MIGRATIONS)
+        create_missing_text_indexes(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already; keep the first error
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

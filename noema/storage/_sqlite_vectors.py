@@ -1,4 +1,4 @@
-"""Vector search for the SQLite backend: an HNSW index per (mind, model, dimensions).
+"""Vectors on SQLite: float32 rows in ``vectors``, an HNSW index per (mind, model, dimensions).
 
 The ``vectors`` table is the truth; the index (usearch, int8 HNSW) only finds
 candidates, which are then scored exactly against their float32 rows, so a
@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from usearch.index import Index
 
 from concepts import Memory
 from noema.storage import ops
-from noema.storage._rows import unit_query
+from noema.storage._dialect import SQLITE, chunks, filter_sql
+from noema.storage._rows import MEMORY_SELECT, memory_from_row, unit_query, vector_matrix
 
-__all__ = ["VectorIndexes"]
+__all__ = ["VectorIndexes", "get_vectors", "put_vectors"]
 
 #: Candidates taken from the index per result asked for, and at least this many.
 CANDIDATE_FACTOR = 4
@@ -42,12 +45,67 @@ RESCORE_MIN = 64
 #: Rows read from the table per step while an index catches up.
 SYNC_CHUNK = 20_000
 
-#: ``(conn, mind, model, dims, memory rowids, op)`` -> ``(rowid, vector blob)`` passing the filters.
-RowsWhere = Callable[
-    [sqlite3.Connection, str, str, int, Sequence[int], ops.SearchVectors], list[tuple[int, bytes]]
-]
-#: Memory rowids -> the memories.
-LoadRows = Callable[[Sequence[int]], dict[int, Memory]]
+
+# ---------------------------------------------------------------- the table
+
+
+def put_vectors(conn: sqlite3.Connection, op: ops.PutVectors) -> None:
+    vectors = vector_matrix(op.ids, op.vectors)
+    dims = int(vectors.shape[1])
+    # REPLACE deletes and re-inserts, so a re-embedded memory gets a new, higher id.
+    conn.executemany(
+        "INSERT OR REPLACE INTO vectors (mind_id, memory_id, model, dims, vector) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (op.mind_id, i, op.model, dims, row.tobytes())
+            for i, row in zip(op.ids, vectors, strict=True)
+        ],
+    )
+
+
+def get_vectors(conn: sqlite3.Connection, op: ops.GetVectors) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    for chunk in chunks(list(dict.fromkeys(op.ids))):
+        rows = conn.execute(
+            "SELECT memory_id, vector FROM vectors INDEXED BY vectors_key "
+            "WHERE mind_id = ? AND model = ? AND dims = ? "
+            f"AND memory_id IN ({SQLITE.marks(len(chunk))})",
+            (op.mind_id, op.model, op.dims, *chunk),
+        ).fetchall()
+        found.update((r[0], np.frombuffer(r[1], dtype=np.float32)) for r in rows)
+    return found
+
+
+def _passing(
+    conn: sqlite3.Connection, op: ops.SearchVectors, dims: int, memory_rowids: Sequence[int]
+) -> list[tuple[int, bytes]]:
+    """Memory rowids passing the search's filters, with their vector under the model."""
+    if not memory_rowids:
+        return []
+    params: list[Any] = [json.dumps(list(memory_rowids)), op.model, dims, op.mind_id]
+    where = filter_sql(SQLITE, op.filters, op.as_of, params)
+    # CROSS JOIN keeps the candidate list as the outer loop: one key look-up per
+    # candidate (an IN list of rowids made the planner scan the mind's vectors).
+    rows = conn.execute(
+        "SELECT m.rowid, v.vector FROM json_each(?) AS j "
+        "CROSS JOIN memories m ON m.rowid = j.value "
+        "CROSS JOIN vectors v ON v.mind_id = m.mind_id AND v.memory_id = m.id "
+        f"AND v.model = ? AND v.dims = ? WHERE m.mind_id = ? {where}",
+        params,
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def _memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
+    rows = conn.execute(
+        f"SELECT m.rowid, {MEMORY_SELECT} FROM json_each(?) AS j "
+        "CROSS JOIN memories m ON m.rowid = j.value",
+        (json.dumps(list(rowids)),),
+    ).fetchall()
+    return {r[0]: memory_from_row(r[1:]) for r in rows}
+
+
+# ---------------------------------------------------------------- the index
 
 
 @dataclass
@@ -67,15 +125,13 @@ class VectorIndexes:
     # ------------------------------------------------------------ search
 
     def search(
-        self,
-        conn: sqlite3.Connection,
-        op: ops.SearchVectors,
-        rows_where: RowsWhere,
-        load: LoadRows,
-        *,
-        sync: bool,
+        self, conn: sqlite3.Connection, op: ops.SearchVectors, *, sync: bool
     ) -> list[tuple[Memory, float]]:
-        """Exact cosine of the best candidates the index offers, widening until enough pass."""
+        """Exact cosine of the best candidates the index offers, widening until enough pass.
+
+        ``sync``: catch the index up with the table first (not with vectors this
+        transaction wrote, which a rollback may take back).
+        """
         query = unit_query(op.query)
         if query is None:
             return []
@@ -95,7 +151,7 @@ class VectorIndexes:
             rows: list[tuple[int, bytes]] = []
             step = max(op.limit * 2, RESCORE_MIN)
             for start in range(0, len(keys), step):
-                rows += rows_where(conn, op.mind_id, op.model, dims, keys[start : start + step], op)
+                rows += _passing(conn, op, dims, keys[start : start + step])
                 if len(rows) >= op.limit:
                     break
             if len(rows) >= op.limit or exhaustive:
@@ -106,7 +162,7 @@ class VectorIndexes:
         ]
         scored.sort(key=lambda pair: (-pair[1], pair[0]))
         best = scored[: op.limit]
-        memories = load([rowid for rowid, _ in best])
+        memories = _memories_by_rowid(conn, [rowid for rowid, _ in best])
         return [(memories[rowid], similarity) for rowid, similarity in best]
 
     # ------------------------------------------------------------ upkeep

@@ -69,7 +69,7 @@ class EnsureMind(Op[MindInfo]):
 
 @dataclass(frozen=True, slots=True)
 class ListMinds(Op[list[MindInfo]]):
-    pass
+    """Every mind in the database, by name."""
 
 
 # ---------------------------------------------------------------- memories
@@ -77,6 +77,8 @@ class ListMinds(Op[list[MindInfo]]):
 
 @dataclass(frozen=True, slots=True)
 class InsertMemories(Op[None]):
+    """Insert new memories, each into the mind it names, and index their text for search."""
+
     memories: Sequence[Memory]
 
 
@@ -93,18 +95,24 @@ class UpdateMemories(Op[None]):
 
 @dataclass(frozen=True, slots=True)
 class GetMemories(Op[list[Memory]]):
+    """The memories of one mind with ``ids``, whatever their status; unknown ids are skipped."""
+
     mind_id: str
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
 class FindActiveByHash(Op[list[Memory]]):
+    """The active memories of one mind whose ``content_hash`` is one of ``hashes``."""
+
     mind_id: str
     hashes: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
 class FindActiveByKey(Op[list[Memory]]):
+    """The active memories of one mind whose ``key`` is one of ``keys``."""
+
     mind_id: str
     keys: Sequence[str]
 
@@ -252,11 +260,15 @@ class SearchEntities(Op[list[tuple[Memory, int]]]):
 
 @dataclass(frozen=True, slots=True)
 class InsertRelationships(Op[None]):
+    """Insert new relationships (edges between memories), each into the mind it names."""
+
     relationships: Sequence[Relationship]
 
 
 @dataclass(frozen=True, slots=True)
 class SetRelationshipStatus(Op[None]):
+    """Set the ``status`` of one relationship of a mind, decided at ``decided_at``."""
+
     mind_id: str
     id: str
     status: RelationStatus
@@ -281,6 +293,8 @@ class FindRelationships(Op[list[Relationship]]):
 
 @dataclass(frozen=True, slots=True)
 class AppendEvents(Op[None]):
+    """Append events to their minds' logs; the store numbers them (``seq``) in append order."""
+
     events: Sequence[Event]
 
 
@@ -306,15 +320,27 @@ class AuditHead(Op[AuditEntry | None]):
 
 @dataclass(frozen=True, slots=True)
 class AppendAudit(Op[None]):
+    """Append entries, already chained (seq and hashes set), to the end of a mind's audit chain."""
+
     mind_id: str
     entries: Sequence[AuditEntry]
 
 
 @dataclass(frozen=True, slots=True)
 class ListAudit(Op[list[AuditEntry]]):
+    """A mind's audit entries after ``after_seq``, in chain order, at most ``limit`` of them."""
+
     mind_id: str
     after_seq: int = 0
     limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GetAuditEntry(Op[AuditEntry | None]):
+    """The audit entry of one event of a mind, if the chain holds one."""
+
+    mind_id: str
+    event_id: str
 
 
 @dataclass(frozen=True, slots=True)

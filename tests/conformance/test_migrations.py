@@ -275,7 +275,7 @@ class PostgresProbe:
 
 
 def _postgres_probe() -> MigrationProbe:
-    from noema.storage._postgres_schema import MIGRATIONS
+    from noema.storage.postgres.schema import MIGRATIONS
 
     return PostgresProbe(MIGRATIONS)
 
@@ -287,9 +287,9 @@ PROBES = {
 }
 #: Where each backend's list lives, for tests that extend it.
 MIGRATION_LISTS = {
-    "sqlite": "noema.storage.sqlite.MIGRATIONS",
-    "postgres": "noema.storage.postgres.MIGRATIONS",
-    "postgres-novector": "noema.storage.postgres.MIGRATIONS",
+    "sqlite": "noema.storage._sqlite_schema.MIGRATIONS",
+    "postgres": "noema.storage.postgres.schema.MIGRATIONS",
+    "postgres-novector": "noema.storage.postgres.schema.MIGRATIONS",
 }
 
 

@@ -1085,6 +1085,16 @@ def test_audit_head_append_and_list(storage: Storage) -> None:
     assert read(storage, ops.ListAudit(other)) == []
 
 
+def test_get_audit_entry_finds_the_entry_of_one_event_of_one_mind(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    events = [make_event(mind_id, at=T0 + timedelta(microseconds=i)) for i in range(3)]
+    entries = chain(None, events)
+    write(storage, ops.AppendEvents(events), ops.AppendAudit(mind_id, entries))
+    assert [read(storage, ops.GetAuditEntry(mind_id, e.id)) for e in events] == entries
+    assert read(storage, ops.GetAuditEntry(other, events[0].id)) is None
+    assert read(storage, ops.GetAuditEntry(mind_id, new_id(T0))) is None
+
+
 # A relationship needs its two memories, so "only an edge" cannot be set up.
 WHAT_MAKES_A_MIND_NONEMPTY = ["memory", "event", "audit"]
 
@@ -1399,6 +1409,30 @@ def test_replaced_vectors_are_searched_as_replaced_and_rollbacks_leave_nothing(
     assert c.id not in {m.id for m, _ in nearest(storage, mind, "v", [1, 0])}
 
 
+def test_a_refused_write_leaves_the_read_session_as_it_was(storage: Storage) -> None:
+    """The read-session guard runs before anything else, so a refused write has no side
+    effect: the session goes on answering as if it had not been asked."""
+    mind = ensure_mind(storage, "m")
+    a, b = insert(storage, mind, ["a", "b"])
+    query = unit([1.0, 0.0])
+    write(storage, ops.PutVectors(mind, "v", [a.id], unit([[0.6, 0.8]])))
+    assert [m.id for m, _ in nearest(storage, mind, "v", query)] == [a.id]
+    write(storage, ops.PutVectors(mind, "v", [b.id], unit([[1.0, 0.0]])))
+    expected = [(b.id, 1.0), (a.id, 0.6)]
+    with storage.transaction(write=False) as session:
+        for op in (
+            ops.PutVectors(mind, "v", [a.id], unit([[0.0, 1.0]])),
+            ops.PutEntities(mind, [(a.id, "name:a")]),
+            ops.PurgeMemories(mind, [a.id]),
+        ):
+            with pytest.raises(TypeError, match="needs a write transaction"):
+                session.run(op)
+            found = session.run(ops.SearchVectors(mind, "v", query, RecallFilters(), None, 5))
+            assert [(m.id, round(similarity, 6)) for m, similarity in found] == expected
+    assert read(storage, ops.SearchEntities(mind, ["name:a"], RecallFilters(), None, 5)) == []
+    assert [m.id for m in read(storage, ops.GetMemories(mind, [a.id]))] == [a.id]
+
+
 def test_vector_search_survives_reopening_the_store(store_url: str) -> None:
     store = open_storage(store_url)
     mind = ensure_mind(store, "m")
@@ -1550,6 +1584,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 33
+    assert len(operations) == 34
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []

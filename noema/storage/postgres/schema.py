@@ -9,11 +9,40 @@ as SQLite sorts them. Never edit a released migration: append a new one.
 ``{vector_type}`` in a migration is ``vector`` (pgvector) when the extension is
 in the database and ``bytea`` (float32 bytes, searched exactly) when it is not;
 the choice is made once, when migration 3 runs.
+
+``migrate`` applies the list on open, through the runner both backends share.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[int, str, str]] = [
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import psycopg
+
+from noema.storage._migrations import Migration, Migrator
+from noema.storage._schema import (
+    EVENT_LOOKUPS,
+    INITIAL_SHARED,
+    SNAPSHOTS_AND_LEASES,
+    Types,
+    render,
+)
+from noema.storage.postgres.options import first_line, lock_key
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+#: PostgreSQL's types in the templates of the tables both backends hold alike (``_schema``).
+_TYPES: Types = {
+    "id": 'text COLLATE "C"',
+    "text": "text",
+    "real": "double precision",
+    "int": "bigint",
+    "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "without_rowid": "",
+}
+
+MIGRATIONS: list[Migration] = [
     (
         1,
         "initial schema",
@@ -90,70 +119,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             documents  bigint NOT NULL,
             tokens     bigint NOT NULL
         );
-
-        CREATE TABLE relationships (
-            id          text COLLATE "C" NOT NULL,
-            mind_id     text COLLATE "C" NOT NULL REFERENCES minds(id),
-            src         text COLLATE "C" NOT NULL,
-            relation    text NOT NULL,
-            dst         text COLLATE "C" NOT NULL,
-            confidence  double precision NOT NULL,
-            source      text NOT NULL,
-            status      text NOT NULL,
-            created_at  bigint NOT NULL,
-            decided_at  bigint,
-            PRIMARY KEY (mind_id, id),
-            FOREIGN KEY (mind_id, src) REFERENCES memories (mind_id, id),
-            FOREIGN KEY (mind_id, dst) REFERENCES memories (mind_id, id)
-        );
-        CREATE UNIQUE INDEX relationships_edge ON relationships (mind_id, src, relation, dst);
-        CREATE INDEX relationships_dst ON relationships (mind_id, dst);
-
-        CREATE TABLE events (
-            seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id           text COLLATE "C" NOT NULL,
-            mind_id      text COLLATE "C" NOT NULL REFERENCES minds(id),
-            kind         text COLLATE "C" NOT NULL,
-            at           bigint NOT NULL,
-            memory_id    text COLLATE "C",
-            origin_event text COLLATE "C",
-            payload      text NOT NULL DEFAULT '{}'
-        );
-        CREATE UNIQUE INDEX events_mind_id ON events (mind_id, id);
-        CREATE INDEX events_mind_memory ON events (mind_id, memory_id, seq)
-            WHERE memory_id IS NOT NULL;
-        CREATE INDEX events_mind_kind ON events (mind_id, kind, seq);
-
-        CREATE TABLE audit (
-            mind_id    text COLLATE "C" NOT NULL REFERENCES minds(id),
-            seq        bigint NOT NULL,
-            at         bigint NOT NULL,
-            event_id   text COLLATE "C" NOT NULL,
-            action     text NOT NULL,
-            digest     text NOT NULL,
-            prev_hash  text NOT NULL,
-            hash       text NOT NULL,
-            PRIMARY KEY (mind_id, seq)
-        );
-        """,
+"""
+        + render(INITIAL_SHARED, _TYPES),
     ),
     (
         2,
         "workspace snapshots and job leases",
-        """
-        CREATE TABLE workspace_snapshots (
-            mind_id   text COLLATE "C" PRIMARY KEY REFERENCES minds(id),
-            cycle     bigint NOT NULL,
-            saved_at  bigint NOT NULL,
-            data      text NOT NULL
-        );
-
-        CREATE TABLE job_leases (
-            name        text COLLATE "C" PRIMARY KEY,
-            holder      text COLLATE "C" NOT NULL,
-            expires_at  bigint NOT NULL
-        );
-        """,
+        render(SNAPSHOTS_AND_LEASES, _TYPES),
     ),
     (
         3,
@@ -201,4 +173,68 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE text_stats ADD COLUMN keys_tokens bigint NOT NULL DEFAULT 0;
         """,
     ),
+    (5, "audit entries by event, events by position", render(EVENT_LOOKUPS, _TYPES)),
 ]
+
+
+class _Migrator(Migrator):
+    ledger = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
+    )
+    record = "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, now())"
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], database: str, vectors: Literal["auto", "off"]
+    ) -> None:
+        super().__init__(database)
+        self._conn = conn
+        self._vectors = vectors
+        self._vector_type: str | None = None
+
+    def rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self._conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+    def apply(self, script: str) -> None:
+        if "{vector_type}" in script:
+            self._vector_type = self._vector_type or self._choose_vector_type()
+            script = script.replace("{vector_type}", self._vector_type)
+        with self._conn.transaction():
+            self._conn.execute(script)
+
+    def cause(self, exc: Exception) -> str | None:
+        return first_line(exc) if isinstance(exc, psycopg.Error) else None
+
+    def _choose_vector_type(self) -> str:
+        """``vector`` when pgvector is (or can be) installed in this database, else ``bytea``."""
+        conn = self._conn
+        if self._vectors == "off":
+            return "bytea"
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return "vector"
+        if not conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone():
+            return "bytea"
+        try:
+            with conn.transaction():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error:  # not allowed to: vectors are still stored and searched exactly
+            return "bytea"
+        return "vector"
+
+
+def migrate(conn: psycopg.Connection[Any], database: str, vectors: Literal["auto", "off"]) -> bool:
+    """Apply missing migrations under a lock; return whether vectors use pgvector.
+
+    ``database`` names it in errors; ``vectors`` is ``PostgresOptions.vectors``.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("noema:migrate"),))
+        _Migrator(conn, database, vectors).run(MIGRATIONS)
+        row = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = to_regclass('vectors') AND attname = 'vector'"
+        ).fetchone()
+    return row is not None and row[0] == "vector"

@@ -1,0 +1,97 @@
+"""The tables both SQL backends hold alike, written once over placeholders for their types.
+
+Each backend's migrations render these with its own ``Types``: ``$id`` is an
+identifier or key (sorted byte-wise), ``$text`` other text, ``$real`` a
+double, ``$int`` a 64-bit integer (times are microseconds), ``$serial`` a
+64-bit key the database counts up, and ``$without_rowid`` what ends a table
+stored by its primary key. A template is part of the released migration that
+renders it: never edit one; change the schema with a new migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from string import Template
+
+__all__ = ["EVENT_LOOKUPS", "INITIAL_SHARED", "SNAPSHOTS_AND_LEASES", "Types", "render"]
+
+#: A backend's SQL for each placeholder.
+Types = Mapping[str, str]
+
+
+def render(template: str, types: Types) -> str:
+    """``template`` with a backend's types in its placeholders."""
+    return Template(template).substitute(types)
+
+
+#: Migration 1, after ``minds`` and ``memories``: edges, events and the audit chain.
+INITIAL_SHARED = """
+        CREATE TABLE relationships (
+            id          $id NOT NULL,
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            src         $id NOT NULL,
+            relation    $text NOT NULL,
+            dst         $id NOT NULL,
+            confidence  $real NOT NULL,
+            source      $text NOT NULL,
+            status      $text NOT NULL,
+            created_at  $int NOT NULL,
+            decided_at  $int,
+            PRIMARY KEY (mind_id, id),
+            FOREIGN KEY (mind_id, src) REFERENCES memories(mind_id, id),
+            FOREIGN KEY (mind_id, dst) REFERENCES memories(mind_id, id)
+        );
+        CREATE UNIQUE INDEX relationships_edge ON relationships(mind_id, src, relation, dst);
+        CREATE INDEX relationships_dst ON relationships(mind_id, dst);
+
+        CREATE TABLE events (
+            seq          $serial,
+            id           $id NOT NULL,
+            mind_id      $id NOT NULL REFERENCES minds(id),
+            kind         $id NOT NULL,
+            at           $int NOT NULL,
+            memory_id    $id,
+            origin_event $id,
+            payload      $text NOT NULL DEFAULT '{}'
+        );
+        CREATE UNIQUE INDEX events_mind_id ON events(mind_id, id);
+        CREATE INDEX events_mind_memory ON events(mind_id, memory_id, seq)
+            WHERE memory_id IS NOT NULL;
+        CREATE INDEX events_mind_kind ON events(mind_id, kind, seq);
+
+        CREATE TABLE audit (
+            mind_id    $id NOT NULL REFERENCES minds(id),
+            seq        $int NOT NULL,
+            at         $int NOT NULL,
+            event_id   $id NOT NULL,
+            action     $text NOT NULL,
+            digest     $text NOT NULL,
+            prev_hash  $text NOT NULL,
+            hash       $text NOT NULL,
+            PRIMARY KEY (mind_id, seq)
+        )$without_rowid;
+        """
+
+#: Migration 2, all of it: the workspace snapshot of each mind and the job leases.
+SNAPSHOTS_AND_LEASES = """
+        CREATE TABLE workspace_snapshots (
+            mind_id   $id PRIMARY KEY REFERENCES minds(id),
+            cycle     $int NOT NULL,
+            saved_at  $int NOT NULL,
+            data      $text NOT NULL
+        );
+
+        CREATE TABLE job_leases (
+            name        $id PRIMARY KEY,
+            holder      $id NOT NULL,
+            expires_at  $int NOT NULL
+        );
+        """
+
+#: A later migration on both backends: a mind's audit entry found by its event
+#: (``GetAuditEntry``, the TUI's detail) and a mind's newest events (the faces'
+#: change detection) by index, not by a scan.
+EVENT_LOOKUPS = """
+        CREATE INDEX audit_mind_event ON audit(mind_id, event_id);
+        CREATE INDEX events_mind_seq ON events(mind_id, seq);
+        """

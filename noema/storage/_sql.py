@@ -1,0 +1,459 @@
+"""The session both SQL backends build on, and the handlers they share.
+
+A backend's session runs an operation through its handler table: the guard (a
+read session refuses a write op) runs before anything else, and driver errors
+become Noema's in one place. Most operations are the same SQL on both backends
+but for the dialect; their handlers are written here once, over the session's
+small cursor API (``all``, ``one``, ``execute``, ``many``, ``append``,
+``memories_where``). Backends add the handlers whose SQL is their own.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar, cast
+
+from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
+from noema.errors import InvalidInput, StorageError
+from noema.storage import ops
+from noema.storage._dialect import Dialect, chunks, filter_sql
+from noema.storage._rows import (
+    AUDIT_COLUMNS,
+    AUDIT_INSERT_COLUMNS,
+    EVENT_COLUMNS,
+    EVENT_INSERT_COLUMNS,
+    MEMORY_COLUMNS,
+    MEMORY_SELECT,
+    REL_COLUMNS,
+    audit_from_row,
+    audit_row,
+    event_from_row,
+    event_row,
+    from_micros,
+    memory_from_row,
+    memory_row,
+    mind_from_row,
+    relationship_from_row,
+    relationship_row,
+    to_json,
+    to_micros,
+)
+
+__all__ = ["SHARED_HANDLERS", "Handler", "SqlSession"]
+
+R = TypeVar("R")
+
+#: A handler: ``(session, op) -> the op's result``.
+Handler = Callable[[Any, Any], Any]
+
+
+class SqlSession(ABC):
+    """One transaction on one connection, as the handlers see it."""
+
+    dialect: ClassVar[Dialect]
+
+    def __init__(self, write: bool, handlers: Mapping[type[Any], Handler]) -> None:
+        self.write = write
+        self._handlers = handlers
+
+    def run(self, op: ops.Op[R]) -> R:
+        """Run ``op`` through its handler; a read session refuses a write op before anything."""
+        handler = self._handlers.get(type(op))
+        if handler is None:
+            raise TypeError(f"{self.dialect.name} backend has no handler for {type(op).__name__}")
+        if not self.write and type(op) in ops.WRITE_OPS:
+            raise TypeError(f"{type(op).__name__} needs a write transaction")
+        try:
+            self.prepare(op)
+            return cast(R, handler(self, op))
+        except UnicodeEncodeError:
+            # Text no model checked (an id, a name) that cannot be stored as UTF-8.
+            raise InvalidInput("text is not valid Unicode (it holds a lone surrogate)") from None
+        except Exception as exc:
+            problem = self.problem(exc)
+            if problem is None:
+                raise
+            if isinstance(problem, InvalidInput):
+                raise problem from None
+            raise StorageError(
+                f"{self.dialect.name} failed on {type(op).__name__}: {problem}"
+            ) from exc
+
+    def prepare(self, op: ops.Op[Any]) -> None:  # noqa: B027 - a hook, empty by default
+        """Runs before each handler of this session (after the guard)."""
+
+    @abstractmethod
+    def problem(self, exc: Exception) -> InvalidInput | str | None:
+        """What an exception ``exc`` raised by a handler means.
+
+        Returns:
+            The caller's input at fault (an ``InvalidInput``, raised as it is), the
+            store failing (a one-line cause, raised as a ``StorageError``), or
+            neither (``None``: ``exc`` propagates unchanged).
+        """
+
+    # The cursor API the shared handlers use.
+
+    @abstractmethod
+    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    @abstractmethod
+    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+
+    @abstractmethod
+    def execute(self, query: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; how many rows it changed."""
+
+    @abstractmethod
+    def many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement per row of parameters."""
+
+    @abstractmethod
+    def append(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` of ``columns`` into ``table``, the fastest way the backend has."""
+
+    @abstractmethod
+    def memories_where(
+        self, mind_id: str, column: str, values: Sequence[str], *, active: bool
+    ) -> list[Memory]:
+        """The mind's memories whose ``column`` is one of ``values`` (``active``: active ones)."""
+
+
+# ---------------------------------------------------------------- minds and memories
+
+
+def list_minds(s: SqlSession, op: ops.ListMinds) -> list[MindInfo]:
+    return [mind_from_row(r) for r in s.all("SELECT id, name, created_at FROM minds ORDER BY name")]
+
+
+def insert_memory_rows(s: SqlSession, memories: Sequence[Memory]) -> None:
+    s.append("memories", MEMORY_COLUMNS, [memory_row(m) for m in memories])
+
+
+def set_memory_columns(
+    s: SqlSession, groups: Mapping[tuple[str, ...], Sequence[tuple[Any, ...]]]
+) -> None:
+    """Apply ``update_groups``' rows: one statement per set of columns changed."""
+    mark = s.dialect.mark
+    for columns, rows in groups.items():
+        assignments = ", ".join(f"{c} = {mark}" for c in columns)
+        s.many(f"UPDATE memories SET {assignments} WHERE mind_id = {mark} AND id = {mark}", rows)
+
+
+def get_memories(s: SqlSession, op: ops.GetMemories) -> list[Memory]:
+    return s.memories_where(op.mind_id, "id", op.ids, active=False)
+
+
+def find_by_hash(s: SqlSession, op: ops.FindActiveByHash) -> list[Memory]:
+    return s.memories_where(op.mind_id, "content_hash", op.hashes, active=True)
+
+
+def find_by_key(s: SqlSession, op: ops.FindActiveByKey) -> list[Memory]:
+    return s.memories_where(op.mind_id, "key", op.keys, active=True)
+
+
+def scan_memories(s: SqlSession, op: ops.ScanMemories) -> list[Memory]:
+    mark = s.dialect.mark
+    params: list[Any] = [op.mind_id]
+    query = f"SELECT {MEMORY_SELECT} FROM memories m WHERE m.mind_id = {mark}"
+    if op.after_id is not None:
+        query += f" AND m.id > {mark}"
+        params.append(op.after_id)
+    query += " " + filter_sql(s.dialect, op.filters, op.as_of, params)
+    query += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.recorded_at DESC, m.id DESC"
+    return [memory_from_row(r) for r in s.all(query + _limit(s, op.limit, params), params)]
+
+
+def scan_activation(
+    s: SqlSession, op: ops.ScanActivation
+) -> list[tuple[str, float, datetime, float]]:
+    mark = s.dialect.mark
+    rows = s.all(
+        "SELECT id, activation, activation_at, importance FROM memories "
+        f"WHERE mind_id = {mark} AND id > {mark} ORDER BY id LIMIT {mark}",
+        (op.mind_id, op.after_id or "", op.limit),
+    )
+    return [(r[0], r[1], from_micros(r[2]), r[3]) for r in rows]
+
+
+def count_memories(s: SqlSession, op: ops.CountMemories) -> list[tuple[str, str, int]]:
+    bytewise = s.dialect.bytewise
+    rows = s.all(
+        f"SELECT kind, status, count(*) FROM memories WHERE mind_id = {s.dialect.mark} "
+        f"GROUP BY kind, status ORDER BY kind{bytewise}, status{bytewise}",
+        (op.mind_id,),
+    )
+    return [(r[0], r[1], int(r[2])) for r in rows]
+
+
+# ---------------------------------------------------------------- vectors and entities
+
+
+def missing_vectors(s: SqlSession, op: ops.MissingVectors) -> list[tuple[str, str, datetime]]:
+    mark = s.dialect.mark
+    rows = s.all(
+        "SELECT m.id, m.content, m.valid_from FROM memories m "
+        f"WHERE m.mind_id = {mark} AND m.id > {mark} "
+        "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.mind_id = m.mind_id "
+        f"AND v.model = {mark} AND v.dims = {mark} AND v.memory_id = m.id) "
+        f"ORDER BY m.id LIMIT {mark}",
+        (op.mind_id, op.after_id or "", op.model, op.dims, op.limit),
+    )
+    return [(r[0], r[1], from_micros(r[2])) for r in rows]
+
+
+def count_vectors(s: SqlSession, op: ops.CountVectors) -> tuple[int, int]:
+    mark = s.dialect.mark
+    row = s.one(
+        "SELECT (SELECT count(*) FROM vectors "
+        f"WHERE mind_id = {mark} AND model = {mark} AND dims = {mark}), "
+        f"(SELECT count(*) FROM memories WHERE mind_id = {mark})",
+        (op.mind_id, op.model, op.dims, op.mind_id),
+    )
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def search_entities(
+    s: SqlSession, op: ops.SearchEntities, entities: Sequence[str]
+) -> list[tuple[Memory, int]]:
+    """``SearchEntities`` over ``entities``: the op's, less those too common to say much."""
+    if not entities:
+        return []
+    mark = s.dialect.mark
+    params: list[Any] = [op.mind_id]
+    among = s.dialect.any_of("entity", entities, params)
+    params.append(op.mind_id)
+    where = filter_sql(s.dialect, op.filters, op.as_of, params)
+    rows = s.all(
+        "WITH hits AS (SELECT memory_id, count(*) AS n FROM entity_refs "
+        f"WHERE mind_id = {mark} AND {among} GROUP BY memory_id) "
+        f"SELECT {MEMORY_SELECT}, hits.n FROM hits "
+        f"JOIN memories m ON m.mind_id = {mark} AND m.id = hits.memory_id "
+        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.recorded_at DESC, m.id DESC"
+        + _limit(s, op.limit, params),
+        params,
+    )
+    return [(memory_from_row(r[:-1]), int(r[-1])) for r in rows]
+
+
+# ---------------------------------------------------------------- relationships
+
+
+def insert_relationships(s: SqlSession, op: ops.InsertRelationships) -> None:
+    if op.relationships:
+        s.many(
+            f"INSERT INTO relationships ({', '.join(REL_COLUMNS)}) "
+            f"VALUES ({s.dialect.marks(len(REL_COLUMNS))})",
+            [relationship_row(r) for r in op.relationships],
+        )
+
+
+def set_relationship_status(s: SqlSession, op: ops.SetRelationshipStatus) -> None:
+    mark = s.dialect.mark
+    s.execute(
+        f"UPDATE relationships SET status = {mark}, decided_at = {mark} "
+        f"WHERE mind_id = {mark} AND id = {mark}",
+        (op.status.value, to_micros(op.decided_at), op.mind_id, op.id),
+    )
+
+
+def find_relationships(s: SqlSession, op: ops.FindRelationships) -> list[Relationship]:
+    dialect = s.dialect
+    params: list[Any] = [op.mind_id]
+    query = f"SELECT {', '.join(REL_COLUMNS)} FROM relationships WHERE mind_id = {dialect.mark}"
+    if op.ids is not None:
+        query += " AND " + dialect.any_of("id", op.ids, params)
+    if op.memory_ids is not None:
+        src = dialect.any_of("src", op.memory_ids, params)
+        query += f" AND ({src} OR {dialect.any_of('dst', op.memory_ids, params)})"
+    if op.relations:
+        query += " AND " + dialect.any_of("relation", [r.value for r in op.relations], params)
+    if op.statuses:
+        query += " AND " + dialect.any_of("status", [st.value for st in op.statuses], params)
+    if op.after_id is not None:
+        query += f" AND id > {dialect.mark}"
+        params.append(op.after_id)
+    query += " ORDER BY id" + _limit(s, op.limit, params)
+    return [relationship_from_row(r) for r in s.all(query, params)]
+
+
+# ---------------------------------------------------------------- events and audit
+
+
+def append_events(s: SqlSession, op: ops.AppendEvents) -> None:
+    if op.events:
+        s.append("events", EVENT_INSERT_COLUMNS, [event_row(e) for e in op.events])
+
+
+def list_events(s: SqlSession, op: ops.ListEvents) -> list[Event]:
+    dialect = s.dialect
+    params: list[Any] = [op.mind_id]
+    query = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events WHERE mind_id = {dialect.mark}"
+    if op.memory_id is not None:
+        query += f" AND memory_id = {dialect.mark}"
+        params.append(op.memory_id)
+    if op.kinds:
+        query += " AND " + dialect.any_of("kind", op.kinds, params)
+    if op.ids is not None:
+        query += " AND " + dialect.any_of("id", op.ids, params)
+    if op.after_seq is not None:
+        query += f" AND seq > {dialect.mark}"
+        params.append(op.after_seq)
+    query += " ORDER BY seq DESC" if op.newest_first else " ORDER BY seq"
+    return [event_from_row(r) for r in s.all(query + _limit(s, op.limit, params), params)]
+
+
+def tombstone_events(s: SqlSession, op: ops.TombstoneEvents) -> None:
+    payload = to_json(dict(op.payload))
+    for chunk in chunks(list(op.ids)):
+        params: list[Any] = [payload, op.mind_id]
+        among = s.dialect.any_of("id", chunk, params)
+        s.execute(
+            f"UPDATE events SET payload = {s.dialect.mark} "
+            f"WHERE mind_id = {s.dialect.mark} AND {among}",
+            params,
+        )
+
+
+_AUDIT_SELECT = f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit"
+
+
+def audit_head(s: SqlSession, op: ops.AuditHead) -> AuditEntry | None:
+    row = s.one(
+        f"{_AUDIT_SELECT} WHERE mind_id = {s.dialect.mark} ORDER BY seq DESC LIMIT 1",
+        (op.mind_id,),
+    )
+    return None if row is None else audit_from_row(row)
+
+
+def get_audit_entry(s: SqlSession, op: ops.GetAuditEntry) -> AuditEntry | None:
+    mark = s.dialect.mark
+    row = s.one(
+        f"{_AUDIT_SELECT} WHERE mind_id = {mark} AND event_id = {mark} ORDER BY seq LIMIT 1",
+        (op.mind_id, op.event_id),
+    )
+    return None if row is None else audit_from_row(row)
+
+
+def append_audit(s: SqlSession, op: ops.AppendAudit) -> None:
+    if op.entries:
+        s.append("audit", AUDIT_INSERT_COLUMNS, [audit_row(op.mind_id, a) for a in op.entries])
+
+
+def list_audit(s: SqlSession, op: ops.ListAudit) -> list[AuditEntry]:
+    mark = s.dialect.mark
+    rows = s.all(
+        f"{_AUDIT_SELECT} WHERE mind_id = {mark} AND seq > {mark} ORDER BY seq LIMIT {mark}",
+        (op.mind_id, op.after_seq, op.limit),
+    )
+    return [audit_from_row(r) for r in rows]
+
+
+def is_empty(s: SqlSession, op: ops.IsEmpty) -> bool:
+    tables = ("memories", "relationships", "events", "audit")
+    tests = [f"EXISTS (SELECT 1 FROM {t} WHERE mind_id = {s.dialect.mark})" for t in tables]
+    row = s.one("SELECT " + " OR ".join(tests), (op.mind_id,) * len(tables))
+    return not (row and row[0])
+
+
+# ---------------------------------------------------------------- workspace and jobs
+
+
+def save_snapshot(s: SqlSession, op: ops.SaveSnapshot) -> None:
+    s.execute(
+        "INSERT INTO workspace_snapshots (mind_id, cycle, saved_at, data) "
+        f"VALUES ({s.dialect.marks(4)}) "
+        "ON CONFLICT (mind_id) DO UPDATE SET cycle = excluded.cycle, "
+        "saved_at = excluded.saved_at, data = excluded.data",
+        (op.mind_id, op.cycle, to_micros(op.saved_at), op.data),
+    )
+
+
+def load_snapshot(s: SqlSession, op: ops.LoadSnapshot) -> tuple[int, str] | None:
+    row = s.one(
+        f"SELECT cycle, data FROM workspace_snapshots WHERE mind_id = {s.dialect.mark}",
+        (op.mind_id,),
+    )
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def acquire_lease(s: SqlSession, op: ops.AcquireLease, *, take_over: bool = False) -> bool:
+    """Take the lease row when it is free, expired, already the holder's, or ``take_over``."""
+    mark = s.dialect.mark
+    taken = s.execute(
+        f"INSERT INTO job_leases (name, holder, expires_at) VALUES ({s.dialect.marks(3)}) "
+        "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+        "expires_at = excluded.expires_at "
+        f"WHERE job_leases.holder = excluded.holder OR job_leases.expires_at <= {mark} "
+        f"OR {mark}",
+        (op.name, op.holder, to_micros(op.expires_at), to_micros(op.now), take_over),
+    )
+    return taken == 1
+
+
+def drop_lease(s: SqlSession, op: ops.ReleaseLease) -> bool:
+    """Delete the lease row if ``op.holder`` holds it; whether it did."""
+    mark = s.dialect.mark
+    return bool(
+        s.execute(
+            f"DELETE FROM job_leases WHERE name = {mark} AND holder = {mark}", (op.name, op.holder)
+        )
+    )
+
+
+def release_lease(s: SqlSession, op: ops.ReleaseLease) -> None:
+    drop_lease(s, op)
+
+
+# ---------------------------------------------------------------- purge
+
+
+def delete_memory_links(s: SqlSession, mind_id: str, ids: Sequence[str]) -> None:
+    """Delete what refers to the memories ``ids``: edges at either end, entity links, vectors."""
+    for chunk in chunks(ids):
+        for table, column in (
+            ("relationships", "src"),
+            ("relationships", "dst"),
+            ("entity_refs", "memory_id"),
+            ("vectors", "memory_id"),
+        ):
+            params: list[Any] = [mind_id]
+            among = s.dialect.any_of(column, chunk, params)
+            s.execute(f"DELETE FROM {table} WHERE mind_id = {s.dialect.mark} AND {among}", params)
+
+
+def _limit(s: SqlSession, limit: int | None, params: list[Any]) -> str:
+    """`` LIMIT`` and its parameter, or nothing when there is no limit."""
+    if limit is None:
+        return ""
+    params.append(limit)
+    return f" LIMIT {s.dialect.mark}"
+
+
+#: The operations whose handler is the same on both SQL backends.
+SHARED_HANDLERS: dict[type[Any], Handler] = {
+    ops.ListMinds: list_minds,
+    ops.GetMemories: get_memories,
+    ops.FindActiveByHash: find_by_hash,
+    ops.FindActiveByKey: find_by_key,
+    ops.ScanMemories: scan_memories,
+    ops.ScanActivation: scan_activation,
+    ops.CountMemories: count_memories,
+    ops.MissingVectors: missing_vectors,
+    ops.CountVectors: count_vectors,
+    ops.InsertRelationships: insert_relationships,
+    ops.SetRelationshipStatus: set_relationship_status,
+    ops.FindRelationships: find_relationships,
+    ops.AppendEvents: append_events,
+    ops.ListEvents: list_events,
+    ops.AuditHead: audit_head,
+    ops.GetAuditEntry: get_audit_entry,
+    ops.AppendAudit: append_audit,
+    ops.ListAudit: list_audit,
+    ops.IsEmpty: is_empty,
+    ops.SaveSnapshot: save_snapshot,
+    ops.LoadSnapshot: load_snapshot,
+}

@@ -1,0 +1,277 @@
+"""Full-text search on PostgreSQL: ``tsvector`` columns under GIN, ranked by BM25 as FTS5 ranks.
+
+A stored ``tsvector`` column (configuration ``noema``: English stemming, no
+stop words) under a GIN index; ``ts_rank_cd`` picks the best matches and BM25,
+computed as SQLite's FTS5 computes it, orders them, with each mind's own
+statistics (``text_stats`` per mind, document counts within the mind), so one
+mind's writes never move another's scores. The derived ``keys`` have their own
+column, ``keys_tsv``, searched the same way over their own statistics. The
+write operations keep ``text_stats`` in step (``count_new``, ``recount_keys``,
+``uncount``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from concepts import Memory
+from noema.storage import ops
+from noema.storage._dialect import POSTGRES, filter_sql
+from noema.storage._rows import MEMORY_SELECT, memory_from_row
+
+if TYPE_CHECKING:
+    from noema.storage.postgres.store import PostgresSession
+
+__all__ = [
+    "WordStats",
+    "bm25",
+    "count_new",
+    "recount_keys",
+    "search_text",
+    "token_count",
+    "uncount",
+]
+
+#: A word in at least this many memories is "common" (SQLite also counts 2% of
+#: the table; here the cut stays at 2,000, so no query ranks more matches than that).
+COMMON_DOCS = 2_000
+#: How long the table's word statistics are trusted before they are read again.
+STATS_SECONDS = 60.0
+#: Matches ranked by ``ts_rank_cd`` before the best are scored exactly by BM25.
+RERANK_MIN = 200
+
+#: The full-text index of each ``SearchText.field``: the ``tsvector`` column of
+#: memories and its total of tokens in ``text_stats`` (documents are shared).
+_TEXT_INDEXES = {"content": ("tsv", "tokens"), "keys": ("keys_tsv", "keys_tokens")}
+
+#: A token as SQLite's unicode61 tokenizer (and PostgreSQL's parser after
+#: ``noema_words``) sees one: a run of letters and digits.
+_TOKEN = re.compile(r"[^\W_]+")
+_POSITIONS = re.compile(r"'([^']*)'(?::([0-9A-D,]+))?")
+
+
+def token_count(text: str) -> int:
+    """How many tokens BM25 counts in ``text`` (for the corpus's average length)."""
+    return len(_TOKEN.findall(text))
+
+
+def bm25(
+    tsv: str, phrases: Sequence[Sequence[str]], idfs: Sequence[float], average: float
+) -> float:
+    """Okapi BM25 of a document (its ``tsvector`` as text) as SQLite's FTS5 computes it.
+
+    k1 = 1.2, b = 0.75; a phrase's frequency is that of its rarest lexeme in the
+    document; the document's length is its number of positions (tokens), and
+    phrases are summed in query order, as FTS5 sums them. Lexemes hold no quote:
+    ``noema_words`` removed ASCII punctuation before the text was parsed.
+    """
+    counts: dict[str, int] = {}
+    length = 0
+    for lexeme, positions in _POSITIONS.findall(tsv):
+        n = positions.count(",") + 1 if positions else 1
+        counts[lexeme] = n
+        length += n
+    score = 0.0
+    for words, idf in zip(phrases, idfs, strict=True):
+        tf = min((counts.get(word, 0) for word in words), default=0)
+        if tf:
+            score += idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * length / average))
+    return score
+
+
+class WordStats:
+    """Frequent lexemes of a ``tsvector`` column from the planner's statistics (``ANALYZE``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._read: dict[str, tuple[float, frozenset[str]]] = {}  # column -> (when, lexemes)
+
+    def common(self, cur: psycopg.Cursor[Any], column: str) -> frozenset[str]:
+        """The lexemes of ``column`` in at least ``COMMON_DOCS`` memories, per ``pg_stats``.
+
+        Read from the planner's statistics at most once per ``STATS_SECONDS``; empty
+        until ``ANALYZE`` has gathered statistics of the column.
+        """
+        with self._lock:
+            read_at, cached = self._read.get(column, (float("-inf"), frozenset()))
+            if time.monotonic() - read_at < STATS_SECONDS:
+                return cached
+            row = cur.execute(
+                "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+                "FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename "
+                "AND c.relnamespace = to_regnamespace(s.schemaname) "
+                "WHERE s.schemaname = current_schema() AND s.tablename = 'memories' "
+                "AND s.attname = %s",
+                (column,),
+            ).fetchone()
+            common: frozenset[str] = frozenset()
+            if row is not None and row[0] is not None:
+                elems, freqs, total = row
+                common = frozenset(
+                    e for e, f in zip(elems, freqs, strict=False) if f * total >= COMMON_DOCS
+                )
+            self._read[column] = (time.monotonic(), common)
+            return common
+
+
+# ---------------------------------------------------------------- statistics upkeep
+
+
+def count_new(s: PostgresSession, memories: Sequence[Memory]) -> None:
+    """Add just-inserted memories to their minds' documents and tokens."""
+    stats: dict[str, list[int]] = {}
+    for memory in memories:
+        counts = stats.setdefault(memory.mind_id, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += token_count(memory.content)
+        counts[2] += token_count(memory.keys)
+    s.many(
+        "INSERT INTO text_stats (mind_id, documents, tokens, keys_tokens) "
+        "VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (mind_id) DO UPDATE SET documents = text_stats.documents "
+        "+ excluded.documents, tokens = text_stats.tokens + excluded.tokens, "
+        "keys_tokens = text_stats.keys_tokens + excluded.keys_tokens",
+        [(mind_id, *counts) for mind_id, counts in stats.items()],
+    )
+
+
+def recount_keys(s: PostgresSession, mind_id: str, rekeyed: Sequence[tuple[str, str]]) -> None:
+    """Follow ``(memory id, new keys)`` in the mind's token total of keys, before they are set.
+
+    The generated ``keys_tsv`` follows by itself. The mind's lock is held, so
+    the old keys read now are the ones replaced.
+    """
+    current: dict[str, str] = {
+        r[0]: r[1]
+        for r in s.all(
+            "SELECT id, keys FROM memories WHERE mind_id = %s AND id = ANY(%s)",
+            (mind_id, list(dict.fromkeys(i for i, _ in rekeyed))),
+        )
+    }
+    delta = 0
+    for memory_id, keys in rekeyed:
+        if memory_id in current:
+            delta += token_count(keys) - token_count(current[memory_id])
+            current[memory_id] = keys
+    if delta:
+        s.execute(
+            "UPDATE text_stats SET keys_tokens = greatest(keys_tokens + %s, 0) WHERE mind_id = %s",
+            (delta, mind_id),
+        )
+
+
+def uncount(s: PostgresSession, mind_id: str, gone: Sequence[tuple[str, str]]) -> None:
+    """Take deleted memories, as ``(content, keys)``, out of the mind's statistics."""
+    if not gone:
+        return
+    s.execute(
+        "UPDATE text_stats SET documents = greatest(documents - %s, 0), "
+        "tokens = greatest(tokens - %s, 0), keys_tokens = greatest(keys_tokens - %s, 0) "
+        "WHERE mind_id = %s",
+        (
+            len(gone),
+            sum(token_count(content) for content, _ in gone),
+            sum(token_count(keys) for _, keys in gone),
+            mind_id,
+        ),
+    )
+
+
+# ---------------------------------------------------------------- search
+
+
+def _tsquery(terms: Sequence[str], strict: bool, params: list[Any]) -> str:
+    """A tsquery matching any (or, when ``strict``, every) of ``terms``."""
+    params.extend(terms)
+    joiner = " && " if strict else " || "
+    return "(" + joiner.join("plainto_tsquery('noema', noema_words(%s))" for _ in terms) + ")"
+
+
+def _term_counts(
+    s: PostgresSession, mind_id: str, terms: Sequence[str], column: str, tokens_column: str
+) -> tuple[int, int, list[tuple[str, list[str], int]]]:
+    """The mind's documents and tokens, and per term ``(term, lexemes, documents)``.
+
+    Every count is the mind's own, so another mind's writes never move its
+    scores. ``column`` is the ``tsvector`` searched, ``tokens_column`` its token
+    total in ``text_stats``. Document counts stop at ``COMMON_DOCS``. The
+    planner's statistics cover the whole table: a term whose every lexeme they
+    call common is taken as common without counting only while the mind holds
+    every document. One statement for all of it.
+    """
+    common = sorted(s.store.words.common(s.cur, column))
+    rows = s.all(
+        "WITH stats AS (SELECT coalesce(sum(documents) FILTER (WHERE mind_id = %s), 0) "
+        f"AS documents, coalesce(sum({tokens_column}) FILTER (WHERE mind_id = %s), 0) "
+        "AS tokens, coalesce(sum(documents), 0) AS everyone FROM text_stats), "
+        "words AS (SELECT i, t, coalesce((SELECT array_agg(lexeme) "
+        "FROM unnest(to_tsvector('noema', noema_words(t)))), '{}') AS lexemes "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, i)) "
+        "SELECT stats.documents, stats.tokens, w.t, w.lexemes, "
+        "CASE WHEN w.lexemes <> '{}' AND w.lexemes <@ %s::text[] "
+        "AND stats.everyone = stats.documents THEN %s ELSE "
+        "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE mind_id = %s "
+        f"AND {column} @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
+        "FROM stats LEFT JOIN words w ON true ORDER BY w.i",
+        (mind_id, mind_id, list(terms), common, COMMON_DOCS, mind_id, COMMON_DOCS),
+    )
+    total, tokens = int(rows[0][0]), int(rows[0][1])
+    return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
+
+
+def search_text(s: PostgresSession, op: ops.SearchText) -> list[tuple[Memory, float]]:
+    """BM25 as SQLite computes it, over the matches ``ts_rank_cd`` ranks best.
+
+    Any-term queries drop common words when rarer ones remain; when every word is
+    common, all are required and the newest matches come unranked (SQLite's plan).
+    """
+    if not op.terms:
+        return []
+    column, tokens_column = _TEXT_INDEXES[op.field]
+    total, tokens, counted = _term_counts(s, op.mind_id, op.terms, column, tokens_column)
+    if total == 0:
+        return []
+    strict, ranked = op.strict, True
+    if total > COMMON_DOCS:
+        common = {term for term, _, n in counted if n >= COMMON_DOCS}
+        rare = [c for c in counted if c[0] not in common]
+        if common and rare and not strict:
+            counted = rare
+        elif common:
+            strict, ranked = True, bool(rare)
+    term_params: list[Any] = []
+    query = _tsquery([term for term, _, _ in counted], strict, term_params)
+    params: list[Any] = [*term_params, op.mind_id]
+    where = filter_sql(POSTGRES, op.filters, op.as_of, params)
+    if not ranked:
+        rows = s.all(
+            f"SELECT {MEMORY_SELECT}, 1.0::float8 FROM memories m "
+            f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
+            "ORDER BY m.seq DESC LIMIT %s",
+            [*params, op.limit],
+        )
+        return [(memory_from_row(r[:-1]), float(r[-1])) for r in rows]
+    idfs = [math.log((total - n + 0.5) / (n + 0.5)) for _, _, n in counted]
+    idfs = [idf if idf > 0 else 1e-6 for idf in idfs]  # FTS5's floor
+    hits = s.all(
+        f"SELECT m.seq, m.{column}::text FROM memories m "
+        f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
+        f"ORDER BY ts_rank_cd(m.{column}, {query}, 1) DESC, m.seq DESC LIMIT %s",
+        [*params, *term_params, max(op.limit * 4, RERANK_MIN)],
+    )
+    average = tokens / total
+    scored = [
+        (bm25(tsv, [words for _, words, _ in counted], idfs, average), int(seq))
+        for seq, tsv in hits
+    ]
+    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+    best = scored[: op.limit]
+    found = s.memories_by_seq([seq for _, seq in best])
+    return [(found[seq], score) for score, seq in best]
