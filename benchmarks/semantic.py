@@ -48,7 +48,7 @@ TARGET_SIZE, TARGET_P95_MS, TARGET_DEEP_P95_MS = 100_000, 15.0, 300.0
 def _recall_times(
     mind: Any, queries: list[str], vectors: list[Any], peek: bool, depth: str = "fast"
 ) -> list[float]:
-    from noema.mind import recall_query
+    from noema.memory.reader import recall_query
 
     times = []
     for query, vector in zip(queries, vectors, strict=True):
@@ -65,11 +65,15 @@ STAGES = ("understand", "text+keys", "vector", "graph", "score", "rank")
 
 def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, list[float]]:
     """Each stage of ``Recaller.candidates`` and ``rank`` timed apart, in ms (peek)."""
+    from noema.memory.lanes import graph_lane, text_lane, vector_lane
     from noema.memory.query import understand
+    from noema.memory.reader import recall_query
     from noema.memory.recall import MIN_POOL, POOL_FACTOR, _recall_filters
-    from noema.mind import recall_query
+    from noema.memory.scoring import score
 
     recaller = mind._recaller
+    assert mind.embedder is not None
+    model = mind.embedder.model
     times: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for query, vector in zip(queries, vectors, strict=True):
         request = recall_query(query, limit=10, peek=True)
@@ -81,14 +85,14 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
             plan = understand(query, now)
             marks.append(time.perf_counter())
             found: dict[str, Any] = {}
-            recaller._text_lane(session, request, plan, filters, pool, found)
+            text_lane(session, mind.id, request, plan, filters, pool, found, has_embedder=True)
             marks.append(time.perf_counter())
-            recaller._vector_lane(session, request, filters, pool, vector, found)
+            vector_lane(session, mind.id, model, request, filters, pool, vector, found)
             marks.append(time.perf_counter())
-            recaller._graph_lane(session, request, filters, pool, found)
+            graph_lane(session, mind.id, request, filters, pool, found)
             marks.append(time.perf_counter())
             for candidate in found.values():
-                recaller._score(candidate, plan, "weighted", now, now, vectors=True, rng=None)
+                score(candidate, plan, "weighted", now, now, mind.config, vectors=True, rng=None)
             marks.append(time.perf_counter())
             recaller.rank(session, request, now, vector)
             marks.append(time.perf_counter())

@@ -321,7 +321,7 @@ class MindInfo(BaseModel):
 
 
 class RecallFilters(BaseModel):
-    """What a recall may return. Empty lists mean "any"."""
+    """What a recall may return. Empty lists mean "any"; ``matches`` states the rules."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -343,6 +343,57 @@ class RecallFilters(BaseModel):
         if not value:
             raise ValueError("statuses is empty: name at least one status")
         return value
+
+    def matches(self, memory: Memory, as_of: datetime | None = None) -> bool:
+        """Whether ``memory`` is one these filters (and ``as_of``) let a recall return.
+
+        The rules every storage backend's filtering follows, written once: a
+        memory matches when all of these hold.
+
+        - its status is one of ``statuses``;
+        - its kind, epistemic kind and channel are among ``kinds``,
+          ``epistemics`` and ``channels`` (an empty tuple admits any);
+        - its key equals ``key``, when ``key`` is set;
+        - it carries every tag of ``tags``;
+        - it was recorded within ``since`` and ``until`` (both inclusive);
+        - its confidence is at least ``min_confidence``;
+        - its mean feedback is at least ``min_feedback``, when set (a memory
+          without feedback has mean 0);
+        - with ``as_of``, it was valid then: ``valid_from <= as_of`` and
+          ``valid_to`` is unset or later than ``as_of``.
+
+        Args:
+            memory: The memory to test.
+            as_of: The time whose validity is asked for; ``None`` ignores the
+                validity interval.
+
+        Returns:
+            True when every rule holds.
+        """
+        if memory.status not in self.statuses:
+            return False
+        if self.kinds and memory.kind not in self.kinds:
+            return False
+        if self.epistemics and memory.epistemic not in self.epistemics:
+            return False
+        if self.channels and memory.channel not in self.channels:
+            return False
+        if self.key is not None and memory.key != self.key:
+            return False
+        if any(tag not in memory.tags for tag in self.tags):
+            return False
+        if self.since is not None and memory.recorded_at < self.since:
+            return False
+        if self.until is not None and memory.recorded_at > self.until:
+            return False
+        if memory.confidence < self.min_confidence:
+            return False
+        if self.min_feedback is not None and memory.feedback_mean < self.min_feedback:
+            return False
+        if as_of is not None:
+            at = to_utc(as_of)
+            return memory.valid_from <= at and (memory.valid_to is None or memory.valid_to > at)
+        return True
 
 
 class RecallQuery(BaseModel):

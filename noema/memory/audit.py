@@ -1,53 +1,47 @@
-"""The hash-chained audit log and its verification (ADRs 0003 and 0014).
+"""The hash-chained audit log (ADRs 0003 and 0014).
 
 Every event gets one audit entry. An entry's ``digest`` is the sha256 of the
 event's canonical JSON; its ``hash`` covers the previous entry's hash, its own
-position, the event id, action, time and digest. Verification recomputes all of
-it, checks events line up with entries, and replays the events to rebuild what
-every memory and relationship must hold: a memory's ``memory_created`` event
-records its content hash, every field fixed at write time (``FIXED_FIELDS`` as
-they are, ``DIGESTED_FIELDS`` as sha256) and the starting values of the ones
-that change; feedback, recall, reinforcement, supersession, retraction, merges
-and decay runs are the only changes, each an event. A field that differs from
-its replay is named.
+position, the event id, action, time and digest (``chain``). A memory's
+``memory_created`` event records its content hash, every field fixed at write
+time (``FIXED_FIELDS`` as they are, ``DIGESTED_FIELDS`` as sha256) and the
+starting values of the ones that change (``created_payload``), so that
+verification (``noema.memory.verify``) can replay what every memory must hold.
 
 A purge (``noema forget``) deletes memories and replaces the payloads of the
 events that quoted them with a tombstone naming the purge's own
-``memory_purged`` event. Such an event no longer matches its digest; it verifies
-when that later, audited purge event lists it, and the memories the purge lists
-are no longer expected to exist.
+``memory_purged`` event (``tombstone``). Such an event no longer matches its
+digest; it verifies when that later, audited purge event lists it.
 
-A hash chain cannot show that its newest entries were cut off together with
-what they logged; a checkpoint of its head kept elsewhere does (``checkpoint``).
+``Checkpoint``, ``checkpoint_of``, ``VerifyReport`` and ``verify_records`` live
+in ``noema.memory.verify`` and stay importable from here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from concepts import AuditEntry, Event, EventKind, Memory, Relationship, Status, trusted
+from concepts import AuditEntry, Event, Memory, trusted
 from noema.clock import iso
-from noema.errors import InvalidInput
-from noema.ids import content_hash
-from noema.memory.activation import decayed
 
 __all__ = [
+    "DIGESTED_FIELDS",
+    "FIXED_FIELDS",
     "GENESIS",
     "TOMBSTONE_KEY",
-    "Checkpoint",
-    "VerifyReport",
+    "canonical",
     "chain",
-    "checkpoint_of",
     "created_payload",
+    "entry_hash",
     "event_digest",
+    "event_record",
     "fixed_record",
+    "purged_by",
     "tombstone",
-    "verify_records",
 ]
 
 GENESIS = "0" * 64
@@ -61,13 +55,14 @@ def tombstone(purge_event_id: str) -> dict[str, str]:
     return {TOMBSTONE_KEY: purge_event_id}
 
 
-def _tombstoned(event: Event) -> str | None:
+def purged_by(event: Event) -> str | None:
     """The purge event named by a tombstoned event's payload, if it is one."""
     value = event.payload.get(TOMBSTONE_KEY)
     return value if len(event.payload) == 1 and isinstance(value, str) else None
 
 
 def canonical(value: Any) -> str:
+    """``value`` as compact JSON with sorted keys: one text for one value."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -106,6 +101,7 @@ def event_digest(event: Event) -> str:
 def entry_hash(
     seq: int, prev_hash: str, event_id: str, action: str, at: datetime, digest: str
 ) -> str:
+    """sha256 of an audit entry: its position, the previous hash, its event and digest."""
     text = _SEP.join((str(seq), prev_hash, event_id, action, iso(at), digest))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -137,72 +133,6 @@ def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
     return entries
 
 
-@dataclass
-class VerifyReport:
-    """What verification checked and the first thing that did not hold.
-
-    ``unrecorded``: memories written before their created event recorded every
-    field (schema 5); only their content, key, kind and status can be checked.
-    """
-
-    ok: bool = True
-    entries: int = 0
-    events: int = 0
-    memories: int = 0
-    relationships: int = 0
-    unrecorded: int = 0
-    problem: str | None = None
-    problems: list[str] = field(default_factory=list)
-
-    def fail(self, message: str) -> None:
-        self.ok = False
-        if self.problem is None:
-            self.problem = message
-        if len(self.problems) < 20:
-            self.problems.append(message)
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """The head of a mind's audit chain, to keep where the database cannot reach it.
-
-    Verifying against it proves the chain still holds that entry unchanged: a
-    tail cut together with what it logged, or a rewritten history, shows.
-    """
-
-    mind_id: str
-    seq: int
-    hash: str
-    at: str
-
-    def to_json(self) -> str:
-        return canonical(
-            {"mind_id": self.mind_id, "seq": self.seq, "hash": self.hash, "at": self.at}
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Checkpoint:
-        try:
-            data = json.loads(text)
-            checkpoint = cls(
-                str(data["mind_id"]), int(data["seq"]), str(data["hash"]), str(data["at"])
-            )
-        except (ValueError, KeyError, TypeError):
-            raise InvalidInput(
-                "checkpoint: not a Noema checkpoint (JSON with mind_id, seq, hash, at)"
-            ) from None
-        if checkpoint.seq < 0 or len(checkpoint.hash) != 64:
-            raise InvalidInput("checkpoint: its seq or hash is malformed")
-        return checkpoint
-
-
-def checkpoint_of(mind_id: str, head: AuditEntry | None) -> Checkpoint:
-    """The checkpoint of a chain whose newest entry is ``head`` (none: empty)."""
-    if head is None:
-        return Checkpoint(mind_id, 0, GENESIS, "")
-    return Checkpoint(mind_id, head.seq, head.hash, iso(head.at))
-
-
 #: Fields of a memory fixed when it is written, recorded as they are in its
 #: ``memory_created`` event (kind and key are in its content hash).
 FIXED_FIELDS = (
@@ -218,12 +148,9 @@ FIXED_FIELDS = (
 )
 #: Fixed fields of any length, recorded as a sha256 when not empty.
 DIGESTED_FIELDS = ("summary", "tags", "payload")
-#: Every other field changes only through events that verify replays
-#: (``_Expected``), except ``keys`` and the vectors: derived text and embeddings
-#: that ``noema reindex`` and ``embed-missing`` rebuild.
-
-#: Activation is replayed through decay runs in floating point: equal to this.
-_ACTIVATION_TOLERANCE = 1e-9
+#: Every other field changes only through events that verification replays
+#: (``noema.memory.verify``), except ``keys`` and the vectors: derived text and
+#: embeddings that ``noema reindex`` and ``embed-missing`` rebuild.
 
 
 def _plain(value: Any) -> Any:
@@ -257,340 +184,3 @@ def created_payload(memory: Memory) -> dict[str, Any]:
         "confidence": memory.confidence,
         "activation": memory.activation,
     }
-
-
-def _fixed_field_changed(memory: Memory, record: dict[str, Any]) -> str | None:
-    """The first fixed field of ``memory`` that differs from its created event."""
-    now = fixed_record(memory)
-    for name in (*FIXED_FIELDS, *DIGESTED_FIELDS):
-        if now.get(name) != record.get(name):
-            return name
-    return None
-
-
-@dataclass(slots=True)
-class _Expected:
-    """A memory's fields as its events leave them."""
-
-    content_hash: str
-    status: str
-    record: dict[str, Any] | None = None  # None: written before events recorded every field
-    origin_event: str = ""
-    # The feedback posterior and the activation are None (not checked) once a
-    # purge has tombstoned an event that changed them.
-    posterior: tuple[float, float, float, float] | None = None  # alpha, beta, confidence, mean
-    feedback_count: int = 0
-    valid_to: str | None = None
-    valid_to_known: bool = True
-    access_count: int = 0
-    last_accessed: datetime | None = None
-    activation: float | None = None
-    activation_at: datetime | None = None
-    position: int = 0  # the event that last set the activation
-
-
-@dataclass(slots=True)
-class _Edge:
-    """A relationship as its events leave it."""
-
-    src: str
-    relation: str
-    dst: str
-    status: str
-    created_at: datetime
-    confidence: float | None
-    source: str | None
-    decided_at: datetime | None = None
-
-
-@dataclass
-class _Replay:
-    """State rebuilt from a mind's events, in append order."""
-
-    memories: dict[str, _Expected] = field(default_factory=dict)
-    edges: dict[str, _Edge] = field(default_factory=dict)
-    # Decay runs: (position, time, half-life in days), in append order.
-    decays: list[tuple[int, datetime, float]] = field(default_factory=list)
-    position: int = 0
-
-
-def verify_records(
-    entries: Iterable[AuditEntry],
-    events: Iterable[Event],
-    memories: Iterable[Memory],
-    relationships: Iterable[Relationship] = (),
-    *,
-    against: Checkpoint | None = None,
-) -> VerifyReport:
-    """Check a mind's audit chain, its events, and every memory and edge against them.
-
-    ``entries`` and ``events`` come in append order; all four may be streamed.
-    ``against``: a checkpoint taken earlier, whose entry the chain must still hold.
-    """
-    report = VerifyReport()
-    replay = _Replay()
-    tombstones: dict[str, tuple[int, str]] = {}  # purged event -> (its entry, its purge)
-    prev = GENESIS
-    event_iter: Iterator[Event] = iter(events)
-    for entry in entries:
-        report.entries += 1
-        expected_seq = report.entries
-        if entry.seq != expected_seq:
-            report.fail(f"audit entry {entry.seq}: expected position {expected_seq}")
-            return report
-        if entry.prev_hash != prev:
-            report.fail(
-                f"audit entry {entry.seq}: previous hash does not match entry {entry.seq - 1}"
-            )
-        recomputed = entry_hash(
-            entry.seq, entry.prev_hash, entry.event_id, entry.action, entry.at, entry.digest
-        )
-        if recomputed != entry.hash:
-            report.fail(f"audit entry {entry.seq}: hash does not match its contents")
-        prev = entry.hash
-        if against is not None and entry.seq == against.seq and entry.hash != against.hash:
-            report.fail(
-                f"audit entry {entry.seq} differs from the checkpoint of {against.at}: "
-                "the history before it was rewritten"
-            )
-        event = next(event_iter, None)
-        if event is None:
-            report.fail(f"audit entry {entry.seq}: its event {entry.event_id} is missing")
-            continue
-        report.events += 1
-        if event.id != entry.event_id:
-            report.fail(
-                f"audit entry {entry.seq}: names event {entry.event_id}, log has {event.id}"
-            )
-        elif event_digest(event) != entry.digest:
-            purge = _tombstoned(event)
-            if purge is None:
-                report.fail(f"audit entry {entry.seq}: event {event.id} was altered")
-            else:
-                tombstones[event.id] = (entry.seq, purge)
-        if event.kind == EventKind.MEMORY_PURGED:
-            _replay_purge(event, tombstones, replay)
-        replay.position = entry.seq
-        _replay(event, replay)
-    for event in event_iter:
-        report.events += 1
-        report.fail(f"event {event.id} has no audit entry")
-    if against is not None and report.entries < against.seq:
-        report.fail(
-            f"the audit chain ends at entry {report.entries}, but the checkpoint of {against.at} "
-            f"names entry {against.seq}: its newest entries were cut off"
-        )
-    for event_id, (seq, _) in tombstones.items():
-        report.fail(f"audit entry {seq}: event {event_id} was altered (no purge lists it)")
-    _check_memories(report, replay, memories)
-    _check_relationships(report, replay, relationships)
-    return report
-
-
-def _check_memories(report: VerifyReport, replay: _Replay, memories: Iterable[Memory]) -> None:
-    seen: set[str] = set()
-    for memory in memories:
-        report.memories += 1
-        seen.add(memory.id)
-        expected = replay.memories.get(memory.id)
-        if content_hash(memory.kind, memory.content, memory.key) != memory.content_hash:
-            report.fail(f"memory {memory.id}: content does not match its content hash")
-        elif expected is None or expected.content_hash != memory.content_hash:
-            report.fail(f"memory {memory.id}: content hash differs from its memory_created event")
-        elif expected.status != memory.status:
-            report.fail(
-                f"memory {memory.id}: status {memory.status.value} differs from its events "
-                f"({expected.status})"
-            )
-        elif expected.record is None:
-            report.unrecorded += 1
-        elif (changed := _changed_field(memory, expected, replay.decays)) is not None:
-            report.fail(f"memory {memory.id}: {changed} differs from its events")
-    for memory_id in replay.memories.keys() - seen:
-        report.fail(f"memory {memory_id}: missing, though its memory_created event is logged")
-
-
-def _changed_field(
-    memory: Memory, expected: _Expected, decays: Sequence[tuple[int, datetime, float]]
-) -> str | None:
-    """The first field of ``memory`` that its events do not lead to, if any."""
-    if (fixed := _fixed_field_changed(memory, expected.record or {})) is not None:
-        return fixed
-    if memory.origin_event != expected.origin_event:
-        return "origin_event"
-    replayed: dict[str, tuple[Any, Any]] = {
-        "feedback_count": (memory.feedback_count, expected.feedback_count),
-        "access_count": (memory.access_count, expected.access_count),
-        "last_accessed": (memory.last_accessed, expected.last_accessed),
-    }
-    if expected.posterior is not None:
-        alpha, beta, confidence, mean = expected.posterior
-        replayed["alpha"] = (memory.alpha, alpha)
-        replayed["beta"] = (memory.beta, beta)
-        replayed["confidence"] = (memory.confidence, confidence)
-        replayed["feedback_mean"] = (memory.feedback_mean, mean)
-    if expected.valid_to_known:
-        replayed["valid_to"] = (memory.valid_to and iso(memory.valid_to), expected.valid_to)
-    for name, (stored, value) in replayed.items():
-        if stored != value:
-            return name
-    if expected.activation is None:
-        return None
-    activation, at = _decayed(memory, expected.activation, expected, decays)
-    if memory.activation_at != at:
-        return "activation_at"
-    if abs(memory.activation - activation) > _ACTIVATION_TOLERANCE:
-        return "activation"
-    return None
-
-
-def _decayed(
-    memory: Memory,
-    activation: float,
-    expected: _Expected,
-    decays: Sequence[tuple[int, datetime, float]],
-) -> tuple[float, datetime]:
-    """Activation and its time after the decay runs logged since it was last set.
-
-    A run lowers every memory whose activation is older than the run; runs with
-    one half-life compose, so consecutive ones are applied as one step.
-    """
-    since = expected.activation_at or memory.recorded_at
-    later = [d for d in decays if d[0] > expected.position]
-    start = 0
-    while start < len(later):
-        half_life = later[start][2]
-        end = start
-        while end + 1 < len(later) and later[end + 1][2] == half_life:
-            end += 1
-        until = max(at for _, at, _ in later[start : end + 1])
-        if until > since:
-            activation = decayed(activation, since, until, memory.importance, half_life)
-            since = until
-        start = end + 1
-    return activation, since
-
-
-def _check_relationships(
-    report: VerifyReport, replay: _Replay, relationships: Iterable[Relationship]
-) -> None:
-    seen: set[str] = set()
-    for edge in relationships:
-        report.relationships += 1
-        seen.add(edge.id)
-        expected = replay.edges.get(edge.id)
-        if expected is None:
-            report.fail(f"relationship {edge.id}: no relationship_created event logs it")
-            continue
-        stored = {
-            "src": edge.src,
-            "relation": edge.relation.value,
-            "dst": edge.dst,
-            "status": edge.status.value,
-            "created_at": edge.created_at,
-            "decided_at": edge.decided_at,
-            "confidence": edge.confidence if expected.confidence is not None else None,
-            "source": edge.source if expected.source is not None else None,
-        }
-        for name, value in stored.items():
-            if getattr(expected, name) != value:
-                report.fail(f"relationship {edge.id}: {name} differs from its events")
-                break
-    for edge_id in replay.edges.keys() - seen:
-        report.fail(f"relationship {edge_id}: missing, though its relationship_created is logged")
-
-
-def _replay_purge(event: Event, tombstones: dict[str, tuple[int, str]], replay: _Replay) -> None:
-    """A purge vouches for the tombstones it lists; its memories are gone on purpose."""
-    for event_id in event.payload.get("events", ()):
-        if tombstones.get(event_id, (0, ""))[1] == event.id:
-            del tombstones[event_id]
-    purged = set(event.payload.get("memories", ()))
-    for memory_id in purged:
-        replay.memories.pop(memory_id, None)
-    for edge_id in [k for k, e in replay.edges.items() if e.src in purged or e.dst in purged]:
-        del replay.edges[edge_id]
-
-
-def _replay(event: Event, replay: _Replay) -> None:
-    """Follow the events that set a memory's or an edge's fields."""
-    if event.kind == EventKind.DECAY_RUN:
-        half_life = event.payload.get("half_life_days")
-        if isinstance(half_life, int | float):
-            replay.decays.append((replay.position, event.at, float(half_life)))
-        return
-    target = event.memory_id
-    if target is None:
-        return
-    payload = event.payload
-    purged = _tombstoned(event) is not None  # its kind and time are kept, not what it said
-    if event.kind == EventKind.MEMORY_CREATED:
-        expected = _Expected(str(payload.get("content_hash", "")), Status.ACTIVE)
-        if isinstance(payload.get("record"), dict):
-            expected.record = dict(payload["record"])
-            expected.origin_event = event.origin_event or event.id
-            expected.posterior = (
-                float(payload["alpha"]),
-                float(payload["beta"]),
-                float(payload["confidence"]),
-                0.0,
-            )
-            expected.activation = float(payload["activation"])
-            expected.position = replay.position
-        replay.memories[target] = expected
-        return
-    if event.kind == EventKind.RELATIONSHIP_CREATED:
-        _replay_edge(event, target, replay)
-        return
-    if event.kind == EventKind.OPERATOR_ACTION and "relationship" in payload:
-        edge = replay.edges.get(str(payload["relationship"]))
-        if edge is not None and payload.get("action") in ("approve", "reject"):
-            edge.status = "active" if payload["action"] == "approve" else "rejected"
-            edge.decided_at = event.at
-    memory = replay.memories.get(target)
-    if memory is None:
-        return
-    if event.kind == EventKind.MEMORY_SUPERSEDED:
-        memory.status = Status.SUPERSEDED
-        memory.valid_to = None if purged else payload.get("valid_to")
-        memory.valid_to_known = not purged
-    elif event.kind == EventKind.MEMORY_RETRACTED:
-        memory.status = Status.RETRACTED
-    elif event.kind == EventKind.MEMORY_MERGED:
-        merged = replay.memories.get(str(payload.get("merged", "")))
-        if merged is not None and merged.status == Status.ACTIVE:
-            merged.status = Status.ARCHIVED
-    elif event.kind == EventKind.FEEDBACK_GIVEN:
-        memory.feedback_count += 1
-        value = payload.get("value")
-        if memory.posterior is None or not isinstance(value, int | float):
-            memory.posterior = None
-            return
-        alpha, beta, _, mean = memory.posterior
-        alpha += max(value, 0.0)
-        beta += max(-value, 0.0)
-        mean += (value - mean) / memory.feedback_count
-        memory.posterior = (alpha, beta, alpha / (alpha + beta), mean)
-    elif event.kind in (EventKind.MEMORY_RETRIEVED, EventKind.MEMORY_REINFORCED):
-        activation = payload.get("activation")
-        if memory.record is not None:
-            memory.activation = float(activation) if isinstance(activation, int | float) else None
-            memory.activation_at = event.at
-            memory.position = replay.position
-        memory.access_count += 1
-        memory.last_accessed = event.at
-
-
-def _replay_edge(event: Event, src: str, replay: _Replay) -> None:
-    payload = event.payload
-    confidence = payload.get("confidence")
-    source = payload.get("source")
-    replay.edges[str(payload.get("relationship", ""))] = _Edge(
-        src=src,
-        relation=str(payload.get("relation", "")),
-        dst=str(payload.get("dst", "")),
-        status=str(payload.get("status", "")),
-        created_at=event.at,
-        confidence=float(confidence) if isinstance(confidence, int | float) else None,
-        source=str(source) if isinstance(source, str) else None,
-    )

@@ -53,6 +53,7 @@ class PurgePlan:
 
     @property
     def ids(self) -> list[str]:
+        """The ids of the memories the plan purges."""
         return [m.id for m in self.memories]
 
 
@@ -249,8 +250,11 @@ def _quotes(payload: dict[str, Any], quotes: Sequence[str]) -> bool:
 
 
 def _merge_of_a_kept_memory(event: Event, ids: set[str]) -> bool:
-    """A merge into a purged memory, of one that stays: it holds ids only, and verify
-    needs it to see why the kept memory is archived."""
+    """Whether ``event`` merged a memory that stays into a purged one.
+
+    Such an event holds ids only, and verify needs it to see why the kept
+    memory is archived.
+    """
     merged = event.payload.get("merged")
     return event.kind == EventKind.MEMORY_MERGED and isinstance(merged, str) and merged not in ids
 

@@ -132,8 +132,10 @@ def entity_signal(plan: QueryPlan, facts: Understanding) -> float:
 
 
 def time_signal(plan: QueryPlan, when: datetime, facts: Understanding) -> float:
-    """How close the memory's date, or a date it mentions, lies to the query's
-    nearest time window (1 inside)."""
+    """How close a memory's date lies to the query's nearest time window (1 inside).
+
+    The memory's date is when it was recorded, or a date it mentions.
+    """
     if not plan.windows:
         return 0.0
     moments = (when, *facts.mentions)

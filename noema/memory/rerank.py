@@ -28,6 +28,7 @@ import numpy as np
 from concepts import Memory
 from noema.embeddings import Embedder
 from noema.errors import ConfigError, RuntimeFailure
+from noema.memory.terms import STOPWORDS
 
 __all__ = [
     "RERANKER_CHOICES",
@@ -47,7 +48,9 @@ class Reranker(Protocol):
 
     name: str
 
-    def scores(self, query: str, memories: Sequence[Memory]) -> list[float]: ...
+    def scores(self, query: str, memories: Sequence[Memory]) -> list[float]:
+        """One score per memory for ``query``, higher is better; any scale."""
+        ...
 
 
 class CompressorReranker:
@@ -62,6 +65,7 @@ class CompressorReranker:
         self.name = name or type(compressor).__name__
 
     def scores(self, query: str, memories: Sequence[Memory]) -> list[float]:
+        """The compressor's relevance score of each memory for ``query``."""
         from langchain_core.documents import Document
 
         documents = [Document(page_content=m.content, metadata={"id": m.id}) for m in memories]
@@ -98,6 +102,7 @@ class EmbeddingReranker:
         self.name = f"embedding:{embedder.model}"
 
     def scores(self, query: str, memories: Sequence[Memory]) -> list[float]:
+        """Each memory's score for ``query`` (see the class)."""
         if not memories:
             return []
         vector = self.embedder.query(query)
@@ -132,8 +137,7 @@ class LexicalReranker:
     GRAM = 3
 
     def scores(self, query: str, memories: Sequence[Memory]) -> list[float]:
-        from noema.memory.recall import STOPWORDS
-
+        """Each memory's score for ``query`` (see the class)."""
         words = [w for w in _words(query) if w not in STOPWORDS] or _words(query)
         words = list(dict.fromkeys(words))
         if not words or not memories:

@@ -337,9 +337,9 @@ _POINT_START = rf"(?:{_POINT_END}|{_DAY_NC}\b)"
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
-    """Compile a rule for the ASCII-lowercased text, with whitespace runs bounded.
+    r"""Compile a rule for the ASCII-lowercased text, with whitespace runs bounded.
 
-    Bounding every ``\\s+`` to four characters keeps each match within a known distance
+    Bounding every ``\s+`` to four characters keeps each match within a known distance
     of its anchor word, which is what lets :func:`_scan` look only near anchors.
     """
     return re.compile(pattern.replace(r"\s+", r"\s{1,4}"))
@@ -713,7 +713,7 @@ def _capital_check(match: re.Match[str], text: str) -> bool:
 
 
 def _unanchored_check(match: re.Match[str], text: str) -> bool:
-    """ "the week before" resolves only when no anchor event follows it."""
+    """Whether "the week before" may resolve: only when no anchor event follows it."""
     return _FOLLOWER.match(text, match.end()) is None
 
 

@@ -22,9 +22,10 @@ from noema.clock import iso
 from noema.config import WritePolicy
 from noema.errors import InvalidInput, PolicyViolation, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.memory.audit import canonical, event_record, verify_records
+from noema.memory.audit import canonical, event_record
 from noema.memory.policy import secret_kinds, value_kinds
 from noema.memory.reconciler import entity_refs
+from noema.memory.verify import verify_records
 from noema.storage import Session, Storage, ops
 
 __all__ = ["FORMAT_VERSION", "ExportData", "export_lines", "parse_export", "restore"]
@@ -106,6 +107,7 @@ class ExportData:
     audit: list[AuditEntry]
 
     def counts(self) -> dict[str, int]:
+        """How many records of each type the export holds."""
         return {
             "memories": len(self.memories),
             "relationships": len(self.relationships),

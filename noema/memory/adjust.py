@@ -1,0 +1,173 @@
+"""Adjustments to a fused ranking, each shown as a component of its own.
+
+After fusion (``noema.memory.scoring``) the top of the ranking may be revised:
+
+- ``deepen``: deep recall adds a reranker's spread score (``rerank``) over a
+  wide pool;
+- ``diversify``: a result that nearly repeats a higher-ranked one costs
+  ``(sim - 0.9) * 0.5`` (``diversity``);
+- ``newer_first``: of two memories that give different values of one fact, the
+  older is put just below the newer (``outdated``).
+
+Each re-sorts only the window it touched, best first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+
+from concepts import Memory
+from noema.config import DeepConfig
+from noema.embeddings import Embedder
+from noema.errors import RuntimeFailure
+from noema.memory.entities import extract_entities
+from noema.memory.rerank import Reranker, spread
+from noema.memory.scoring import Scored, best_first
+from noema.memory.terms import content_words
+from noema.storage import Session, ops
+
+__all__ = [
+    "DIVERSITY_COST",
+    "DIVERSITY_THRESHOLD",
+    "OUTDATED_MARGIN",
+    "SUBJECT_MIN_WORDS",
+    "SUBJECT_OVERLAP",
+    "deepen",
+    "diversify",
+    "newer_first",
+    "same_subject",
+]
+
+#: Diversity: cosine above the threshold to a higher-ranked result costs (sim - t) * cost.
+DIVERSITY_THRESHOLD = 0.9
+DIVERSITY_COST = 0.5
+#: Newer beats older: an outdated memory is put this far below its newer counterpart.
+OUTDATED_MARGIN = 0.001
+#: Two memories are about one subject when they share a name or code and this share
+#: (Jaccard) of their content words, each having at least ``SUBJECT_MIN_WORDS``.
+SUBJECT_OVERLAP = 0.4
+SUBJECT_MIN_WORDS = 3
+
+
+def deepen(reranker: Reranker, deep: DeepConfig, text: str, scored: list[Scored]) -> list[Scored]:
+    """Add the reranker's spread score over the best ``deep.pool`` (``rerank``)."""
+    pool = scored[: deep.pool]
+    raw = reranker.scores(text, [s.memory for s in pool])
+    if len(raw) != len(pool):
+        raise RuntimeFailure(
+            f"reranker {reranker.name} gave {len(raw)} scores for {len(pool)} memories"
+        )
+    for item, value in zip(pool, spread(raw), strict=True):
+        item.signals["rerank"] = value
+        item.weights["rerank"] = deep.weight
+        item.components["rerank"] = deep.weight * value
+    pool.sort(key=best_first)
+    return pool + scored[deep.pool :]
+
+
+def diversify(
+    session: Session, mind_id: str, embedder: Embedder, scored: list[Scored], limit: int
+) -> list[Scored]:
+    """Cost a result ``(sim - 0.9) * 0.5`` when it nearly repeats a higher-ranked one.
+
+    Only the top ``2 × limit`` are compared, by their stored vectors under
+    ``embedder``'s model; a result without one is left alone.
+    """
+    window = scored[: limit * 2]
+    if len(window) < 2:
+        return scored
+    stored = session.run(
+        ops.GetVectors(mind_id, embedder.model, embedder.dims, [s.memory.id for s in window])
+    )
+    kept: list[np.ndarray] = []
+    for item in window:
+        row = stored.get(item.memory.id)
+        if row is None:
+            continue
+        if kept:
+            closest = float(np.max(np.stack(kept) @ row))
+            if closest > DIVERSITY_THRESHOLD:
+                item.components["diversity"] = -(closest - DIVERSITY_THRESHOLD) * DIVERSITY_COST
+        kept.append(row)
+    window.sort(key=best_first)
+    return window + scored[limit * 2 :]
+
+
+def newer_first(scored: list[Scored], limit: int) -> list[Scored]:
+    """Rank the newer of two memories that disagree about one subject above the older.
+
+    Two results disagree when they hold the same ``key``, or when they share a
+    subject and most of their words while each holds a value of its own
+    (``same_subject``). An older one that outranks its newer
+    counterpart gets an ``outdated`` adjustment (a component, like ``diversity``)
+    that puts it just below; under ``as_of`` the past is answered as it was, so
+    this is not applied there. Only the top ``2 × limit`` are compared.
+    """
+    window = scored[: limit * 2]
+    if len(window) < 2:
+        return scored
+    changed = False
+    for newer in sorted(window, key=_age, reverse=True):
+        for older in window:
+            if older is newer or _age(older) >= _age(newer) or "outdated" in older.components:
+                continue
+            if older.score < newer.score or not same_subject(older.memory, newer.memory):
+                continue
+            older.components["outdated"] = newer.score - older.score - OUTDATED_MARGIN
+            changed = True
+    if not changed:
+        return scored
+    window.sort(key=best_first)
+    return window + scored[limit * 2 :]
+
+
+def same_subject(a: Memory, b: Memory) -> bool:
+    """Whether two memories give different values of one fact (see ``newer_first``).
+
+    Same ``key``; or the same first content word (the subject: "Ada works at
+    Initech" and "Rosa works at Initech" are about two people), a shared name,
+    code or number, at least
+    ``SUBJECT_OVERLAP`` of their content words in common (Jaccard), and where
+    they differ, only values: each has words the other lacks, and all of them
+    are numbers, names or codes ("runs PostgreSQL 15" and "runs PostgreSQL 16",
+    "lives in Lisbon" and "lives in Porto"; not "the auth service runs
+    PostgreSQL 16" and "the billing service runs PostgreSQL 12").
+    """
+    if a.content_hash == b.content_hash:
+        return False
+    if a.key is not None and a.key == b.key:
+        return True
+    first_a, words_a, values_a = _subject(a.content)
+    first_b, words_b, values_b = _subject(b.content)
+    if first_a != first_b or not values_a & values_b:
+        return False
+    if len(words_a) < SUBJECT_MIN_WORDS or len(words_b) < SUBJECT_MIN_WORDS:
+        return False
+    own_a, own_b = words_a - words_b, words_b - words_a
+    # They differ in values only: each has one, and every word of its own is one.
+    if not (own_a and own_b and own_a <= values_a and own_b <= values_b):
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) >= SUBJECT_OVERLAP
+
+
+@lru_cache(maxsize=65_536)
+def _subject(content: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """A text's first content word, its content words, and its values.
+
+    The first content word is where its subject stands; the values are its
+    names, codes and numbers.
+    """
+    ordered = content_words(content)
+    words = frozenset(ordered)
+    values = {
+        e.partition(":")[2] for e in extract_entities(content) if e.startswith(("name:", "code:"))
+    }
+    values.update(w for w in words if any(c.isdigit() for c in w))
+    return (ordered[0] if ordered else ""), words, frozenset(values)
+
+
+def _age(item: Scored) -> tuple[datetime, datetime]:
+    return item.memory.valid_from, item.memory.recorded_at
