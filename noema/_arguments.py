@@ -93,7 +93,7 @@ def argument_error(exc: ValidationError, names: list[str] | None = None) -> Inva
     message = " ".join(errors[0]["msg"].removeprefix("Value error, ").split())
     others = len(set(arguments) - {arguments[0]})
     more = f" (and {others} more argument{'s' if others > 1 else ''})" if others else ""
-    return InvalidInput(f"{arguments[0]}: {message}{more}")
+    return InvalidInput(f"{arguments[0]}: {message}{more}", field=arguments[0])
 
 
 def _argument(loc: tuple[int | str, ...], names: list[str]) -> str:

@@ -14,6 +14,8 @@
         └── IntegrityError                the audit chain or a content hash does not verify
 
 Driver exceptions are translated at the storage boundary with ``raise ... from exc``.
+A ``UsageError`` may name the input field it is about (``error.field``: ``"content"``,
+``"importance"``, ``"filters.tags"``), so a form routes it without reading its text.
 """
 
 from __future__ import annotations
@@ -42,7 +44,16 @@ class NoemaError(Exception):
 
 
 class UsageError(NoemaError, ValueError):
-    """The caller asked for something that cannot be done as asked."""
+    """The caller asked for something that cannot be done as asked.
+
+    Attributes:
+        field: the input field the error is about, when it is about one field
+            (dotted for nested ones, e.g. ``"filters.tags"``); else ``None``.
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class InvalidInput(UsageError):
@@ -96,5 +107,5 @@ def from_validation(exc: ValidationError, *, what: str = "") -> InvalidInput:
     label = f"{what} " if what else ""
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     if field:
-        return InvalidInput(f"{label}{field}: {message}{more}")
+        return InvalidInput(f"{label}{field}: {message}{more}", field=field)
     return InvalidInput(f"{label}{message}{more}".strip())

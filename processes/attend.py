@@ -14,7 +14,7 @@ from concepts import (
 )
 from noema.clock import iso
 from processes.base import Process
-from workspace.context import ProcessContext
+from workspace import ProcessContext
 
 __all__ = ["Attend"]
 
@@ -30,6 +30,7 @@ class Attend(Process):
     name = "attend"
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Propose each observation of the cycle."""
         candidates = []
         for percept in ctx.percepts:
             observation = percept.observation
@@ -52,6 +53,7 @@ class Attend(Process):
         return candidates
 
     async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Remember the observation this process proposed, if it won."""
         candidate = item.candidate
         if candidate.source != self.name:
             return
@@ -67,4 +69,4 @@ class Attend(Process):
             at=candidate.payload["at"],
             payload=candidate.payload.get("payload") or {},
         )
-        ctx.reconciler.remember([memory], origin_event=candidate.payload["observation_event"])
+        ctx.remember([memory], origin_event=candidate.payload["observation_event"])

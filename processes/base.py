@@ -20,23 +20,31 @@ class Process:
     - ``on_broadcast(item, ctx)``: each winner of a cycle, sent to every process.
     - ``on_stop(ctx)``: once, when the mind stops.
 
-    Dependencies come in ``ctx`` (store access, clock, chat model, embedder);
-    an exception or a timeout in a hook is caught by the workspace, reported as
-    a ``process_failed`` event and, repeated, gets the process quarantined.
+    Everything a hook may use comes in ``ctx`` (a ``ProcessContext``): the
+    mind's read-only memory, reconciler writes, ``emit`` for the process's own
+    events, the clock, the chat model and the embedder. Hooks run on the
+    process's own event loop in a worker thread, so a blocking call in one
+    stalls only this process. An exception or a timeout in a hook is caught by
+    the workspace, reported as a ``process_failed`` event and, repeated, gets the
+    process quarantined.
     """
 
     name: str = "process"
 
     async def on_start(self, ctx: ProcessContext) -> None:
+        """Once, before the first cycle (after a restart too)."""
         return None
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Each cycle: the candidates this process puts up for attention."""
         return []
 
     async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Each winner of a cycle, whichever process proposed it."""
         return None
 
     async def on_stop(self, ctx: ProcessContext) -> None:
+        """Once, when the workspace stops."""
         return None
 
     def candidate(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concepts import Candidate, RecallQuery, RecallResult, WorkingMemoryItem
 from processes.base import Process
-from workspace.context import ProcessContext
+from workspace import ProcessContext
 
 __all__ = ["ASSOCIATION", "Retrieve"]
 
@@ -14,8 +14,9 @@ ASSOCIATION = 0.7
 
 
 class Retrieve(Process):
-    """Proposes the memories each observation recalls (read with ``peek``), except
-    those working memory already holds.
+    """Proposes the memories each observation recalls, but those working memory holds.
+
+    Recall here never reinforces (it peeks).
 
     A recalled memory that wins attention is reinforced and logged as
     ``memory_retrieved`` with its score components; one that loses is left as it was.
@@ -28,13 +29,14 @@ class Retrieve(Process):
         self._proposed: dict[str, tuple[RecallResult, str]] = {}
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Propose what each observation recalls, reading without reinforcing."""
         self._proposed.clear()
         held = {item.candidate.memory_id for item in ctx.working_memory}
         candidates = []
         for percept in ctx.percepts:
             query = percept.observation.content
             request = RecallQuery(text=query, limit=self.limit, peek=True)
-            for result in ctx.recaller.recall(request):
+            for result in ctx.memory.recall(request):
                 memory = result.memory
                 if memory.id in held:  # already in mind: nothing to bring back
                     continue
@@ -52,7 +54,8 @@ class Retrieve(Process):
         return candidates
 
     async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Reinforce a recalled memory that won attention."""
         proposed = self._proposed.get(item.candidate.id)
         if proposed is not None:
             result, query = proposed
-            ctx.recaller.admit([result], query)
+            ctx.admit([result], query)

@@ -460,6 +460,28 @@ def test_a_same_as_proposal_is_approved_or_rejected(
 # ---------------------------------------------------------------- knowledge entry
 
 
+def test_the_explorer_opens_in_its_search_box_and_the_form_in_its_content(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, _ = seeded
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        await pilot.press("f3")
+        await settle(pilot)
+        assert isinstance(app.screen, ExplorerScreen)
+        assert app.focused is app.screen.query_one("#query", Input)
+        await pilot.press(*"Ada", "enter")  # typed straight into the search
+        await settle(pilot)
+        assert app.screen.query_one("#query", Input).value == "Ada"
+        await pilot.press("f5")
+        await settle(pilot)
+        assert isinstance(app.screen, KnowledgeScreen)
+        assert app.focused is app.screen.query_one("#content", Input)
+
+    run(check, app)
+
+
 def test_operator_knowledge_is_written_through_the_reconciler(seeded: tuple[Mind, Seeded]) -> None:
     mind, ids = seeded
     app = app_for(mind)

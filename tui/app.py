@@ -68,6 +68,7 @@ class NoemaApp(App[None]):
         self._last_error: str | None = None
 
     async def on_mount(self) -> None:
+        """Open the starting screen, with the mind in the subtitle, and start polling for writes."""
         self.sub_title = self.data.title
         await self.switch_mode(self.initial_mode)
         self.poll()
@@ -99,16 +100,19 @@ class NoemaApp(App[None]):
     # ------------------------------------------------------------ actions
 
     async def action_timeline(self) -> None:
+        """Show the timeline (F4): the explorer listing memories newest recorded first."""
         await self.switch_mode("explorer")
         screen = self.screen
         if isinstance(screen, ExplorerScreen):
             screen.timeline = True
 
     def action_new_knowledge(self) -> None:
+        """Open the form for new operator knowledge (F5), unless it is already open."""
         if not isinstance(self.screen, KnowledgeScreen):
             self.push_screen(KnowledgeScreen())
 
     def action_help(self) -> None:
+        """Show the screens and keys (F1 or ?), unless the help is already open."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

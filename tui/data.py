@@ -1,8 +1,9 @@
 """What the TUI reads from and writes to one mind: plain blocking calls, run in workers.
 
-Screens never touch storage directly; every call here is one short transaction
-through the ``Mind`` API or a read-only storage operation, so it is safe beside
-a ``noema run`` writing to the same database.
+Screens never touch storage: every call here goes through the ``Mind`` API,
+each a short transaction, so it is safe beside a ``noema run`` writing to the
+same database. Form errors are routed by the field the error names
+(``UsageError.field``), never by its text.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from concepts import (
 from noema.errors import InvalidInput, UsageError
 from noema.memory.activation import activation_series, decayed
 from noema.mind import Mind, recall_query
-from noema.storage import ops
 
 __all__ = [
     "COMPONENTS",
@@ -43,6 +43,9 @@ __all__ = [
 
 #: The recall components the explorer shows in their own columns, in this order.
 COMPONENTS = ("text", "vector", "recency", "activation", "importance", "credibility")
+
+#: The fields of the knowledge form; an error naming one of them is shown beside it.
+_FORM_FIELDS = frozenset({"content", "kind", "epistemic", "key", "importance", "tags"})
 
 #: How many of the newest events of a memory its detail lists.
 DETAIL_EVENTS = 200
@@ -74,6 +77,7 @@ class Edge:
 
     @property
     def other_id(self) -> str:
+        """The id of the memory at the edge's other end (known even when that memory is not)."""
         edge = self.relationship
         return edge.dst if self.direction == "out" else edge.src
 
@@ -107,7 +111,7 @@ class MindData:
     @property
     def title(self) -> str:
         """The mind's name and where it lives, without credentials or directories."""
-        url = self.mind.storage.url
+        url = self.mind.url
         scheme, _, rest = url.partition("://")
         if scheme == "sqlite":
             return f"{self.mind.name} · sqlite · {PurePath(rest).name}"
@@ -115,6 +119,7 @@ class MindData:
         return f"{self.mind.name} · {scheme} · {database}"
 
     def now(self) -> datetime:
+        """The mind's clock."""
         return self.mind.clock.now()
 
     # ------------------------------------------------------------ reading
@@ -125,11 +130,11 @@ class MindData:
         return newest[0].seq or 0 if newest else 0
 
     def workspace(self) -> WorkspaceView:
-        with self.mind.storage.transaction(write=False) as session:
-            saved = session.run(ops.LoadSnapshot(self.mind.id))
+        """The workspace as last saved, or an empty one."""
+        saved = self.mind.workspace_snapshot()
         if saved is None:
             return WorkspaceView(WorkspaceSnapshot(), saved=False)
-        return WorkspaceView(WorkspaceSnapshot.model_validate_json(saved[1]), saved=True)
+        return WorkspaceView(saved, saved=True)
 
     def search(self, text: str, filters: RecallFilters, limit: int = 50) -> list[RecallResult]:
         """Recall without reinforcing: inspecting a mind must not change what it recalls."""
@@ -138,35 +143,25 @@ class MindData:
 
     def timeline(self, filters: RecallFilters, limit: int = 200) -> list[tuple[Memory, float]]:
         """Memories passing ``filters``, newest recorded first, each with its activation now."""
-        with self.mind.storage.transaction(write=False) as session:
-            memories = session.run(
-                ops.ScanMemories(self.mind.id, filters=filters, order="recent", limit=limit)
-            )
         now, half_life = self.now(), self.mind.config.half_life_days
         return [
             (m, decayed(m.activation, m.activation_at, now, m.importance, half_life))
-            for m in memories
+            for m in self.mind.timeline(filters, limit=limit)
         ]
 
     def detail(self, memory_id: str) -> MemoryDetail:
+        """The memory, its origin, edges, newest events, audit entry and activation."""
         mind = self.mind
         memory = mind.get(memory_id)
         relationships = mind.relationships(memory.id)
         events = mind.events(memory_id=memory.id, limit=DETAIL_EVENTS, newest_first=True)
         events.reverse()
-        with mind.storage.transaction(write=False) as session:
-            others = {
-                m.id: m
-                for m in session.run(
-                    ops.GetMemories(
-                        mind.id, [e.dst if e.src == memory.id else e.src for e in relationships]
-                    )
-                )
-            }
-            origin = None
-            if memory.origin_event:
-                found = session.run(ops.ListEvents(mind.id, ids=[memory.origin_event]))
-                origin = found[0] if found else None
+        ends = [e.dst if e.src == memory.id else e.src for e in relationships]
+        others = {m.id: m for m in mind.get_many(ends)}
+        origin = None
+        if memory.origin_event:
+            found = mind.events(ids=[memory.origin_event])
+            origin = found[0] if found else None
         edges = [
             Edge(e, "out", others.get(e.dst))
             if e.src == memory.id
@@ -198,22 +193,14 @@ class MindData:
 
     def _audit_of(self, event: Event | None) -> AuditEntry | None:
         """The audit-chain entry covering ``event``: the memory's place in the chain."""
-        if event is None or event.seq is None:
+        if event is None:
             return None
-        with self.mind.storage.transaction(write=False) as session:
-            after = 0
-            while True:
-                page = session.run(ops.ListAudit(self.mind.id, after_seq=after, limit=1000))
-                for entry in page:
-                    if entry.event_id == event.id:
-                        return entry
-                if len(page) < 1000:
-                    return None
-                after = page[-1].seq
+        return self.mind.audit_entry(event.id)
 
     # ------------------------------------------------------------ writing
 
     def retract(self, memory_id: str, reason: str) -> Memory:
+        """Retract the memory with ``reason``."""
         return self.mind.retract(memory_id, reason=reason)
 
     def correct(self, memory_id: str, content: str) -> Memory:
@@ -221,6 +208,7 @@ class MindData:
         return self.mind.supersede(memory_id, content, channel=Channel.OPERATOR)
 
     def decide(self, relationship_id: str, *, approve: bool) -> Relationship:
+        """Approve or reject a proposal."""
         if approve:
             return self.mind.approve(relationship_id)
         return self.mind.reject(relationship_id)
@@ -260,9 +248,12 @@ class MindData:
         try:
             return self.mind.remember(**item.model_dump(exclude={"links", "at"}))
         except UsageError as exc:
-            if "credential" in str(exc):  # the write policy refused what the content holds
+            if exc.field in _FORM_FIELDS:
+                message = str(exc)
+                raise FieldErrors({exc.field: message.removeprefix(f"{exc.field}: ")}) from None
+            if exc.field in {
+                "summary",
+                "payload",
+            }:  # not on the form: what it holds came from content
                 raise FieldErrors({"content": str(exc)}) from None
-            name, _, message = str(exc).partition(": ")
-            if name in {"content", "kind", "epistemic", "key", "importance", "tags"}:
-                raise FieldErrors({name: message}) from None
             raise FieldErrors({"": str(exc)}) from None

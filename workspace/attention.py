@@ -30,6 +30,7 @@ class AttentionConfig:
     recent_broadcasts: int = 20
 
     def weights(self) -> dict[str, float]:
+        """The weight of each attention component, by name."""
         return {
             "salience": self.salience,
             "novelty": self.novelty,
@@ -135,6 +136,7 @@ class WorkingMemory:
         return entry, displaced
 
     def contents(self) -> Iterable[str]:
+        """The contents of the items held, strongest first."""
         return (item.candidate.content for item in self.items)
 
 

@@ -1,22 +1,46 @@
-"""The typed context every process hook receives: its dependencies and this cycle's view."""
+"""``ProcessContext``: what every process hook receives, and the only door it has to the mind.
+
+A process reads long-term memory through ``ctx.memory`` (recall that never
+reinforces, lookups, events, relationships), writes memories and edges through
+the reconciler (``ctx.remember``, ``ctx.relate``), reinforces what it recalled
+and won attention (``ctx.admit``), and logs its own events under its own name
+(``ctx.emit``). It never touches the store. Every call is synchronous: hooks run
+in a worker thread of their own (see ``workspace.runner``), so blocking here
+never stalls the workspace and a hook stuck in a call is timed out.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from concepts import MindInfo, Observation, WorkingMemoryItem
+from concepts import (
+    Memory,
+    MemoryInput,
+    MindInfo,
+    Observation,
+    RecallResult,
+    Relation,
+    Relationship,
+    WorkingMemoryItem,
+)
+from concepts.models import check_event_kind
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
-from noema.memory.recall import Recaller
-from noema.memory.reconciler import Reconciler
-from noema.storage import Storage
+from noema.engine import Engine
+from noema.errors import InvalidInput
+from noema.memory.policy import screen_value
+from noema.memory.reader import MemoryReader
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["Percept", "ProcessContext"]
+    from noema.memory.consolidate import ReflectReport
+
+__all__ = ["Emitted", "Percept", "ProcessContext"]
 
 
 @dataclass(frozen=True)
@@ -27,19 +51,186 @@ class Percept:
     event_id: str
 
 
-@dataclass
-class ProcessContext:
-    """Dependencies of processes (no module globals) and what the current cycle holds."""
+@dataclass(frozen=True)
+class Emitted:
+    """A plugin event waiting to be written with its cycle's events."""
 
-    storage: Storage
+    kind: str
+    payload: dict[str, Any]
+    memory_id: str | None
+    origin_event: str | None
+
+
+@dataclass(kw_only=True)
+class ProcessContext:
+    """One hook call's view of the mind and the cycle, and the process's ways to act.
+
+    Attributes:
+        mind: the mind's identity (``id``, ``name``, ``created_at``).
+        config: the mind's configuration (recall weights, write policy, decay).
+        clock: the mind's clock; read the time from it, never from the wall.
+        memory: read-only long-term memory: ``recall`` (never reinforces), ``get``,
+            ``get_many``, ``events``, ``relationships``, ``timeline``.
+        process: the name of the process this context was handed to; it emits
+            its events under this name (with ``-`` written ``_``:
+            ``keyword-watch`` emits ``keyword_watch.alert``).
+        chat_model: a LangChain chat model, when the mind runs with one.
+        embedder: the mind's embedder, or ``None``.
+        cycle: the number of the current cycle (0 before the first).
+        percepts: this cycle's observations, each with the event that logged it.
+        working_memory: what working memory holds, strongest first.
+    """
+
     mind: MindInfo
     config: MindConfig
     clock: Clock
-    reconciler: Reconciler
-    recaller: Recaller
+    memory: MemoryReader
+    process: str = ""
     chat_model: BaseChatModel | None = None
     embedder: Embedder | None = None
     cycle: int = 0
-    percepts: list[Percept] = field(default_factory=list)
+    percepts: tuple[Percept, ...] = ()
     working_memory: tuple[WorkingMemoryItem, ...] = ()
-    extras: dict[str, Any] = field(default_factory=dict)
+    _engine: Engine = field(repr=False)
+    _emitted: list[Emitted] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def create(
+        cls,
+        engine: Engine,
+        *,
+        chat_model: BaseChatModel | None = None,
+        embedder: Embedder | None = None,
+    ) -> ProcessContext:
+        """The context of a workspace over ``engine``'s mind, before its first cycle."""
+        return cls(
+            mind=engine.mind,
+            config=engine.config,
+            clock=engine.clock,
+            memory=engine.reader,
+            chat_model=chat_model,
+            embedder=embedder if embedder is not None else engine.embedder,
+            _engine=engine,
+        )
+
+    def for_process(self, name: str) -> ProcessContext:
+        """This context as handed to the process ``name`` (its emits share this cycle's log)."""
+        return dataclasses.replace(self, process=name)
+
+    # ------------------------------------------------------------ acting
+
+    def remember(
+        self, memories: Sequence[MemoryInput], *, origin_event: str | None = None
+    ) -> list[Memory]:
+        """Write ``memories`` through the reconciler, in one transaction.
+
+        Args:
+            memories: what to remember; identical content already held is
+                reinforced, not duplicated; a new value of a key supersedes the old.
+            origin_event: the event the memories come from (e.g. a percept's).
+
+        Returns:
+            One memory per input, in order.
+
+        Raises:
+            InvalidInput: a memory or link is malformed.
+            PolicyViolation: the write policy refused one (nothing is written).
+        """
+        return self._engine.reconciler.remember(list(memories), origin_event=origin_event)
+
+    def relate(
+        self, src: str, relation: Relation | str, dst: str, *, confidence: float = 1.0
+    ) -> Relationship:
+        """Add the edge ``src --relation--> dst`` through the reconciler's edge handlers.
+
+        The edge's source is this process. ``same_as`` becomes a proposal for an
+        operator; ``supersedes`` closes the target; ordering edges are checked
+        against the memories' times.
+        """
+        try:
+            relation = Relation(relation)
+        except ValueError:
+            raise InvalidInput(
+                f"relation: unknown relation {relation!r}", field="relation"
+            ) from None
+        return self._engine.reconciler.relate(
+            src, relation, dst, confidence=confidence, source=self.process or "process"
+        )
+
+    def admit(self, results: Sequence[RecallResult], query: str) -> None:
+        """Reinforce recalled memories that won attention, logging ``memory_retrieved``."""
+        self._engine.recaller.admit(list(results), query)
+
+    def consolidate(self, **options: Any) -> ReflectReport:
+        """Consolidate the mind's unconsolidated episodes now, with the workspace's chat model.
+
+        Args:
+            **options: ``min_group``, ``min_shared``, ``limit`` (see
+                ``noema.memory.consolidate.consolidate``).
+
+        Raises:
+            InvalidInput: an option is out of range.
+        """
+        from noema.memory.consolidate import consolidate
+
+        return consolidate(self._engine, chat_model=self.chat_model, **options)
+
+    def emit(
+        self,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        memory_id: str | None = None,
+        origin_event: str | None = None,
+    ) -> None:
+        """Log an event of this process's own, written with the cycle's events.
+
+        Args:
+            kind: ``"<prefix>.<what>"`` where the prefix is the process's name
+                with ``-`` written ``_``, e.g. ``"reminders.noted"``.
+            payload: a JSON object; credentials in it follow the write policy.
+            memory_id: the memory the event is about, if any.
+            origin_event: the event this one follows from (e.g. a percept's).
+
+        Raises:
+            InvalidInput: ``kind`` is not under this process's name, or ``payload``
+                is not a JSON object.
+            PolicyViolation: the payload holds a credential and the policy refuses them.
+        """
+        try:
+            check_event_kind(kind)
+        except ValueError as exc:
+            raise InvalidInput(f"kind: {exc}", field="kind") from None
+        prefix = self.process.replace("-", "_")
+        if not prefix or not kind.startswith(f"{prefix}."):
+            raise InvalidInput(
+                f"kind: a process emits under its own name ({prefix or '?'}.<what>), not {kind!r}",
+                field="kind",
+            )
+        payload = dict(payload or {})
+        _check_json(payload)
+        payload = screen_value(payload, self.config.policy, what="payload")
+        self._emitted.append(Emitted(kind, payload, memory_id, origin_event))
+
+    def _take_emitted(self) -> list[Emitted]:
+        """The plugin events emitted since the last call (the workspace writes them)."""
+        taken = list(self._emitted)
+        self._emitted.clear()
+        return taken
+
+
+def _check_json(value: Any, depth: int = 0) -> None:
+    """Refuse what an event payload cannot hold: only JSON values, nested at most 32 deep."""
+    if depth > 32:
+        raise InvalidInput("payload: nested too deeply", field="payload")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"payload: keys are strings, not {key!r}", field="payload")
+            _check_json(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_json(item, depth + 1)
+    elif not (value is None or isinstance(value, str | int | float | bool)):
+        kind = type(value).__name__
+        raise InvalidInput(f"payload: a JSON value, not {kind}", field="payload")

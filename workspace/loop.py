@@ -6,18 +6,20 @@ winners; the winners are broadcast to every process; the cycle's decisions and
 the workspace snapshot are written in one transaction, so a restart (even after
 SIGKILL) resumes from the last completed cycle.
 
-A process that raises or times out costs a ``process_failed`` event; after
-``max_failures`` it is quarantined (``process_quarantined``) and skipped, and
-the mind keeps running.
+Each process's hooks run on its own event loop in a worker thread
+(``workspace.runner``), so a hook blocked in a synchronous call is timed out
+like a slow one. A process that raises or times out costs a ``process_failed``
+event; after ``max_failures`` it is quarantined (``process_quarantined``) and
+skipped, and the mind keeps running. Events a process emits
+(``ctx.emit``) are written with its cycle's events.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from concepts import (
     AttentionDecision,
@@ -29,12 +31,18 @@ from concepts import (
     WorkspaceSnapshot,
 )
 from noema.clock import iso
+from noema.embeddings import Embedder
+from noema.engine import Engine
 from noema.errors import InvalidInput, PolicyViolation
 from noema.memory.events import EventLog
 from noema.memory.policy import apply_secret_policy, secret_kinds
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
 from workspace.context import Percept, ProcessContext
+from workspace.runner import HookRunner
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["CycleReport", "ProcessProtocol", "Workspace"]
 
@@ -47,13 +55,21 @@ class ProcessProtocol(Protocol):
 
     name: str
 
-    async def on_start(self, ctx: ProcessContext) -> None: ...
+    async def on_start(self, ctx: ProcessContext) -> None:
+        """Once, before the first cycle."""
+        ...
 
-    async def propose(self, ctx: ProcessContext) -> list[Candidate]: ...
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Each cycle: candidates for attention."""
+        ...
 
-    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None: ...
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Each winner of a cycle."""
+        ...
 
-    async def on_stop(self, ctx: ProcessContext) -> None: ...
+    async def on_stop(self, ctx: ProcessContext) -> None:
+        """Once, when the workspace stops."""
+        ...
 
 
 @dataclass
@@ -70,13 +86,25 @@ class CycleReport:
 
 
 class Workspace:
-    """Runs cycles for one mind over a fixed set of processes."""
+    """Runs cycles for one mind over a fixed set of processes.
+
+    Args:
+        engine: the mind's parts (built by ``Mind``; use ``mind.workspace()``).
+        processes: the processes, each with a unique name, called in this order.
+        chat_model: a LangChain chat model the processes may use.
+        embedder: overrides the mind's embedder for the processes.
+        attention: the competition's weights, threshold and capacity.
+        timeout: seconds a hook may take before it counts as failed.
+        max_failures: failures after which a process is quarantined.
+    """
 
     def __init__(
         self,
-        ctx: ProcessContext,
+        engine: Engine,
         processes: Sequence[ProcessProtocol],
         *,
+        chat_model: BaseChatModel | None = None,
+        embedder: Embedder | None = None,
         attention: AttentionConfig | None = None,
         timeout: float = 10.0,
         max_failures: int = 3,
@@ -84,7 +112,9 @@ class Workspace:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
             raise InvalidInput(f"processes: names must be unique, got {names}")
-        self.ctx = ctx
+        self._engine = engine
+        self.ctx = ProcessContext.create(engine, chat_model=chat_model, embedder=embedder)
+        self._runners = {name: HookRunner(name) for name in names}
         self.processes = list(processes)
         self.attention = attention or AttentionConfig()
         self.timeout = timeout
@@ -103,10 +133,8 @@ class Workspace:
 
     async def start(self) -> None:
         """Restore the last snapshot, then call every process's ``on_start``."""
-        with self.ctx.storage.transaction(write=False) as session:
-            saved = session.run(ops.LoadSnapshot(self.ctx.mind.id))
-        if saved is not None:
-            snapshot = WorkspaceSnapshot.model_validate_json(saved[1])
+        snapshot = self._engine.reader.workspace_snapshot()
+        if snapshot is not None:
             self.ctx.cycle = snapshot.cycle
             self.memory.items = list(snapshot.items)
             self.recent = list(snapshot.broadcasts)
@@ -118,10 +146,12 @@ class Workspace:
         self._started = True
 
     async def stop(self) -> None:
-        """Call every process's ``on_stop`` and save the snapshot."""
+        """Call every process's ``on_stop``, save the snapshot and stop the hooks' threads."""
         for process in self._active():
             await self._call(process, "on_stop", self.ctx)
         self._commit([])
+        for runner in self._runners.values():
+            runner.close()
 
     def snapshot(self) -> WorkspaceSnapshot:
         """The state to save: restored on restart, shown by inspectors such as the TUI."""
@@ -158,7 +188,7 @@ class Workspace:
             await self.start()
         ctx = self.ctx
         ctx.cycle += 1
-        ctx.percepts = self._perceive(observations)
+        ctx.percepts = tuple(self._perceive(observations))
         candidates: list[Candidate] = []
         for process in self._active():
             proposed = await self._call(process, "propose", ctx)
@@ -181,7 +211,8 @@ class Workspace:
         failures = [p["process"] for k, p in self._pending if k == EventKind.PROCESS_FAILED]
         refused = [p["credentials"] for k, p in self._pending if k == EventKind.OBSERVATION_REFUSED]
         self._commit(decisions, dropped)
-        return CycleReport(ctx.cycle, ctx.percepts, decisions, admitted, dropped, failures, refused)
+        percepts = list(ctx.percepts)
+        return CycleReport(ctx.cycle, percepts, decisions, admitted, dropped, failures, refused)
 
     def _perceive(self, observations: Sequence[Observation]) -> list[Percept]:
         if not observations:
@@ -201,7 +232,7 @@ class Workspace:
                 )
         if not accepted:
             return []
-        with self.ctx.storage.transaction() as session:
+        with self._engine.storage.transaction() as session:
             now = self.ctx.clock.now()
             events = EventLog(self.ctx.mind.id, now)
             percepts = []
@@ -226,12 +257,19 @@ class Workspace:
         self, decisions: Sequence[AttentionDecision], dropped: Sequence[WorkingMemoryItem] = ()
     ) -> None:
         """The cycle's events and the snapshot, in one transaction."""
-        with self.ctx.storage.transaction() as session:
+        with self._engine.storage.transaction() as session:
             now = self.ctx.clock.now()
             events = EventLog(self.ctx.mind.id, now)
             for kind, payload in self._pending:
                 events.add(kind, payload=payload)
             self._pending = []
+            for emitted in self.ctx._take_emitted():
+                events.add(
+                    emitted.kind,
+                    memory_id=emitted.memory_id,
+                    origin_event=emitted.origin_event,
+                    payload=emitted.payload,
+                )
             if decisions or dropped:
                 events.add(
                     EventKind.CYCLE_COMPLETED,
@@ -264,9 +302,16 @@ class Workspace:
         return [p for p in self.processes if p.name not in self.quarantined]
 
     async def _call(self, process: ProcessProtocol, hook: str, *args: Any) -> Any:
-        """Run one hook with a timeout; a failure is logged and counted, never raised."""
+        """Run one hook with a timeout; a failure is logged and counted, never raised.
+
+        The hook gets the context as handed to its process (``ctx.process`` is
+        its name); it runs on the process's own loop, in its own thread.
+        """
+        *rest, ctx = args
         try:
-            return await asyncio.wait_for(getattr(process, hook)(*args), self.timeout)
+            return await self._runners[process.name].call(
+                getattr(process, hook), *rest, ctx.for_process(process.name), timeout=self.timeout
+            )
         except Exception as exc:  # a plugin may raise anything
             error = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
             count = self.failures.get(process.name, 0) + 1

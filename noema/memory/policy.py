@@ -26,6 +26,7 @@ __all__ = [
     "loggable",
     "screen_name",
     "screen_text",
+    "screen_value",
     "secret_kinds",
     "value_kinds",
 ]
@@ -83,20 +84,27 @@ def apply_secret_policy(record: M, policy: WritePolicy, *, what: str = "") -> tu
     if not kinds:
         return record, []
     if policy.secrets == "refuse":
-        raise _refusal(what, kinds)
+        raise _refusal(what, kinds, field=_holding(record))
     fields = {name: _redacted(getattr(record, name)) for name in _FIELDS if hasattr(record, name)}
     try:
         return record.model_validate({**record.model_dump(), **fields}), kinds
     except ValidationError as exc:  # e.g. a redacted tag that is no longer a valid tag
         raise PolicyViolation(
-            f"{what}the text holds a credential that cannot be redacted: {exc.errors()[0]['msg']}"
+            f"{what}the text holds a credential that cannot be redacted: {exc.errors()[0]['msg']}",
+            field=_holding(record),
         ) from None
 
 
-def _refusal(what: str, kinds: list[str]) -> PolicyViolation:
+def _holding(record: BaseModel) -> str | None:
+    """The first text field of ``record`` that holds a credential."""
+    return next((n for n in _FIELDS if value_kinds(getattr(record, n, None))), None)
+
+
+def _refusal(what: str, kinds: list[str], *, field: str | None = None) -> PolicyViolation:
     return PolicyViolation(
         f"{what}the text holds a credential ({', '.join(kinds)}); remove it, or set "
-        "the write policy's secrets to 'redact' to store it with the credential replaced"
+        "the write policy's secrets to 'redact' to store it with the credential replaced",
+        field=field,
     )
 
 
@@ -113,8 +121,21 @@ def screen_text(text: str, policy: WritePolicy, *, what: str) -> str:
     if policy.secrets == "allow" or not (kinds := _kinds(text)):
         return text
     if policy.secrets == "refuse":
-        raise _refusal(f"{what}: ", kinds)
+        raise _refusal(f"{what}: ", kinds, field=what)
     return redact_secrets(text)[0]
+
+
+def screen_value(value: Any, policy: WritePolicy, *, what: str) -> Any:
+    """A JSON value added to a record (a plugin event's payload), as the policy lets it be stored.
+
+    Raises:
+        PolicyViolation: the policy refuses credentials and a string in ``value`` holds one.
+    """
+    if policy.secrets == "allow" or not (kinds := value_kinds(value)):
+        return value
+    if policy.secrets == "refuse":
+        raise _refusal(f"{what}: ", kinds, field=what)
+    return _redacted(value)
 
 
 def screen_name(name: str, policy: WritePolicy) -> str:
@@ -123,7 +144,9 @@ def screen_name(name: str, policy: WritePolicy) -> str:
     A name cannot be redacted: it is how the mind is found again.
     """
     if policy.secrets != "allow" and (kinds := _kinds(name)):
-        raise PolicyViolation(f"mind name: it holds a credential ({', '.join(kinds)})")
+        raise PolicyViolation(
+            f"mind name: it holds a credential ({', '.join(kinds)})", field="mind"
+        )
     return name
 
 

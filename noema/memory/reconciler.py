@@ -124,7 +124,8 @@ class Reconciler:
             if item.confidence < threshold and not force:
                 raise PolicyViolation(
                     f"{where}confidence {item.confidence} is below the write policy's "
-                    f"minimum {threshold} (force the write to keep it anyway)"
+                    f"minimum {threshold} (force the write to keep it anyway)",
+                    field="confidence",
                 )
 
     def check_links(self, items: Sequence[MemoryInput]) -> None:
@@ -497,7 +498,7 @@ class Reconciler:
         """Mark a memory inaccurate. It stays, for provenance, out of normal recall."""
         reason = reason.strip()
         if not reason:
-            raise InvalidInput("reason: a retraction needs a reason")
+            raise InvalidInput("reason: a retraction needs a reason", field="reason")
         reason = screen_text(reason, self.config.policy, what="reason")
         with self.storage.transaction() as session:
             now = self.clock.now()
@@ -525,7 +526,9 @@ class Reconciler:
     def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
         """Update the confidence posterior: ``value`` in [-1, 1], positive meaning useful/true."""
         if not -1.0 <= value <= 1.0:
-            raise InvalidInput(f"value: feedback must be between -1 and 1, got {value}")
+            raise InvalidInput(
+                f"value: feedback must be between -1 and 1, got {value}", field="value"
+            )
         if note is not None:
             note = screen_text(note, self.config.policy, what="note")
         with self.storage.transaction() as session:

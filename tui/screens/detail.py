@@ -57,6 +57,7 @@ class DetailScreen(DataScreen):
         self.detail: MemoryDetail | None = None
 
     def compose(self) -> ComposeResult:
+        """The memory's content, fields, provenance and activation; its relationships and events."""
         yield Header()
         with VerticalScroll(id="detail"):
             yield Static(id="content", classes="panel")
@@ -74,6 +75,7 @@ class DetailScreen(DataScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        """Name the two tables' columns, then load the memory."""
         self.query_one("#edges", DataTable).add_columns(
             "relation", "direction", "status", "conf", "other memory", "source"
         )
@@ -82,12 +84,14 @@ class DetailScreen(DataScreen):
 
     @work(exclusive=True, group="load")
     async def load(self) -> None:
+        """Read the memory's detail in a worker and show it (a failed read changes nothing)."""
         detail = await self.noema.read(self.noema.data.detail, self.memory_id)
         if detail is not None:
             self.detail = detail
             self.show(detail)
 
     def show(self, detail: MemoryDetail) -> None:
+        """Fill every panel and table from ``detail``; the relationship cursor stays put."""
         m = detail.memory
         self.sub_title = f"memory {m.id}"
         content = Text()
@@ -181,6 +185,7 @@ class DetailScreen(DataScreen):
 
     @on(DataTable.RowSelected, "#edges")
     def open_other(self) -> None:
+        """Enter on a relationship opens the memory at its other end."""
         edge = self._edge()
         if edge is not None:
             self.noema.show_memory(edge.other_id)
@@ -188,6 +193,7 @@ class DetailScreen(DataScreen):
     # ------------------------------------------------------------ corrections
 
     def system_commands(self) -> Iterable[SystemCommand]:
+        """The corrections this screen offers, for the command palette."""
         yield SystemCommand(
             "Retract this memory", "Mark it inaccurate, with a reason", self.action_retract
         )
@@ -202,6 +208,7 @@ class DetailScreen(DataScreen):
         )
 
     def action_retract(self) -> None:
+        """Ask why the memory is inaccurate, then retract it (R), unless it is retracted already."""
         if self.detail is None:
             return
         if self.detail.memory.status == Status.RETRACTED:
@@ -231,6 +238,7 @@ class DetailScreen(DataScreen):
         self.noema.poll()
 
     def action_correct(self) -> None:
+        """Ask for new content to supersede the memory (C); only an active memory is corrected."""
         if self.detail is None:
             return
         if self.detail.memory.status != Status.ACTIVE:
@@ -271,9 +279,11 @@ class DetailScreen(DataScreen):
         self.noema.show_memory(new.id)
 
     def action_approve(self) -> None:
+        """Approve the selected ``same_as`` merge (A): the proposer is archived into its target."""
         self._decide(approve=True)
 
     def action_reject(self) -> None:
+        """Reject the selected ``same_as`` merge (X): both memories stay as they are."""
         self._decide(approve=False)
 
     @work(group="write")

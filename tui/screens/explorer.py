@@ -45,7 +45,7 @@ def clip(text: str, cells: int = CONTENT_CELLS) -> str:
 class ExplorerScreen(DataScreen):
     """Search a mind's memories and see why each ranked where it did."""
 
-    AUTO_FOCUS = "#results"
+    AUTO_FOCUS = "#query"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_query", "Search"),
@@ -61,6 +61,7 @@ class ExplorerScreen(DataScreen):
         self._last: list[Memory] = []
 
     def compose(self) -> ComposeResult:
+        """The search box, the filters (selects and dates), the results and the activation spark."""
         yield Header()
         yield Input(placeholder="search memories (Enter)", id="query")
         with Horizontal(id="filters"):
@@ -104,10 +105,12 @@ class ExplorerScreen(DataScreen):
 
     @property
     def searching(self) -> bool:
+        """Whether the results are a search: not the timeline, and the query is not blank."""
         return not self.timeline and bool(self.query_one("#query", Input).value.strip())
 
     @work(exclusive=True, group="load")
     async def load(self) -> None:
+        """Search, or list the timeline, with the filters set; an invalid date is flagged."""
         status = self.query_one("#explorer-status", Static)
         for name in ("since", "until"):
             self.query_one(f"#{name}", Input).remove_class("error")
@@ -201,6 +204,7 @@ class ExplorerScreen(DataScreen):
 
     @work(exclusive=True, group="spark")
     async def spark(self, memory: Memory) -> None:
+        """Draw the highlighted memory's activation over time under the results."""
         series = await self.noema.read(self.noema.data.activation, memory)
         if series is not None:
             self.query_one("#activation", ActivationSpark).data = tuple(series)
@@ -211,11 +215,13 @@ class ExplorerScreen(DataScreen):
     # ------------------------------------------------------------ events
 
     def watch_timeline(self) -> None:
+        """Switching between search and timeline reloads the results."""
         if self.is_mounted:
             self.reload()
 
     @on(Input.Submitted, "#query")
     def query_submitted(self) -> None:
+        """Enter in the search box searches (leaving the timeline) and moves to the results."""
         if self.timeline and self.query_one("#query", Input).value.strip():
             self.timeline = False  # a query submitted from the timeline searches
         else:
@@ -224,29 +230,37 @@ class ExplorerScreen(DataScreen):
 
     @on(Input.Submitted, "#since, #until")
     def date_submitted(self) -> None:
+        """Enter in a date box reloads the results with the dates."""
         self.reload()
 
     @on(Select.Changed)
     def filter_changed(self) -> None:
+        """Choosing a filter value reloads the results."""
         self.reload()
 
     @on(DataTable.RowHighlighted, "#results")
     def row_highlighted(self) -> None:
+        """Moving the cursor over the results draws that memory's activation."""
         self._highlighted()
 
     @on(DataTable.RowSelected, "#results")
     def row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a result opens the memory's detail screen."""
         if event.row_key.value is not None:
             self.noema.show_memory(event.row_key.value)
 
     def action_focus_query(self) -> None:
+        """Move to the search box (/)."""
         self.query_one("#query", Input).focus()
 
     def action_focus_filters(self) -> None:
+        """Move to the filters (F), starting with the kind."""
         self.query_one("#kind", Select).focus()
 
     def action_focus_results(self) -> None:
+        """Move to the results (Escape)."""
         self.query_one("#results", DataTable).focus()
 
     def action_toggle_timeline(self) -> None:
+        """Switch between the search results and the timeline (T)."""
         self.timeline = not self.timeline

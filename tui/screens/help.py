@@ -56,5 +56,6 @@ class HelpScreen(ModalScreen[None]):
     ]
 
     def compose(self) -> ComposeResult:
+        """The screens and keys, in a scrollable dialog."""
         with VerticalScroll(id="help", classes="dialog"):
             yield Markdown(HELP)

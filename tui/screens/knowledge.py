@@ -42,12 +42,15 @@ ROWS = (("content",), ("kind", "epistemic"), ("key", "importance", "tags"))
 class KnowledgeScreen(NoemaScreen):
     """What the operator tells the mind, on the operator channel, through the reconciler."""
 
+    AUTO_FOCUS = "#content"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save"),
         Binding("escape", "app.pop_screen", "Back"),
     ]
 
     def compose(self) -> ComposeResult:
+        """The form: content, kind, epistemic kind, key, importance, tags; Save and Cancel."""
         yield Header()
         with VerticalScroll(id="knowledge", classes="panel"):
             yield Static("Operator knowledge", classes="panel-title")
@@ -88,6 +91,12 @@ class KnowledgeScreen(NoemaScreen):
         return values
 
     def show_errors(self, errors: dict[str, str]) -> None:
+        """Show each error under its field (others above the form); focus the first field at fault.
+
+        Args:
+            errors: One message per form field; a message under any other name
+                (``""`` for the whole form) is shown above the fields.
+        """
         names = {name for name, _ in FIELDS}
         for name in names:
             self.query_one(f"#field-{name}", FormField).error = errors.get(name, "")
@@ -99,10 +108,12 @@ class KnowledgeScreen(NoemaScreen):
 
     @on(Button.Pressed, "#save")
     def save_pressed(self) -> None:
+        """The Save button saves the form, as Ctrl+S does."""
         self.action_save()
 
     @work(exclusive=True, group="write")
     async def action_save(self) -> None:
+        """Write the form through the reconciler (Ctrl+S) and close it, or show what it refused."""
         try:
             memory = await self.noema.db(self.noema.data.enter, self.values())
         except FieldErrors as exc:
@@ -117,4 +128,5 @@ class KnowledgeScreen(NoemaScreen):
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
+        """The Cancel button closes the form without saving."""
         self.app.pop_screen()

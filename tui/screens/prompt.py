@@ -41,6 +41,7 @@ class PromptScreen(ModalScreen[str | None]):
         self.check = check
 
     def compose(self) -> ComposeResult:
+        """The title, the labelled input with a line for its error, and OK and Cancel buttons."""
         with Vertical(id="prompt", classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
             yield FormField(
@@ -53,6 +54,7 @@ class PromptScreen(ModalScreen[str | None]):
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
     def submit(self) -> None:
+        """Enter or OK closes the modal with the text, unless ``check`` refuses it (error shown)."""
         text = self.query_one("#prompt-input", Input).value
         error = self.check(text) if self.check else None
         if error:
@@ -62,4 +64,5 @@ class PromptScreen(ModalScreen[str | None]):
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        """Escape or Cancel closes the modal with ``None``."""
         self.dismiss(None)

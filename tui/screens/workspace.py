@@ -32,6 +32,7 @@ class WorkspaceScreen(DataScreen):
         self._memory_ids: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
+        """The status line, working memory and processes, the last competition, the broadcasts."""
         yield Header()
         yield Static(id="ws-status", classes="status")
         with Horizontal(id="ws-top"):
@@ -50,6 +51,7 @@ class WorkspaceScreen(DataScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        """Name the tables' columns, then load the workspace."""
         self.query_one("#processes", DataTable).add_columns("process", "state", "fails", "error")
         decisions = self.query_one("#decisions", DataTable)
         decisions.add_column("won")
@@ -61,11 +63,13 @@ class WorkspaceScreen(DataScreen):
 
     @work(exclusive=True, group="load")
     async def load(self) -> None:
+        """Read the mind's last saved workspace in a worker and show it."""
         view = await self.noema.read(self.noema.data.workspace)
         if view is not None:
             await self.show(view)
 
     async def show(self, view: WorkspaceView) -> None:
+        """Fill the status, working memory, processes, competition and broadcasts from ``view``."""
         snapshot = view.snapshot
         states = [p.state(snapshot.cycle) for p in snapshot.processes]
         counts = ", ".join(

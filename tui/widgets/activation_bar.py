@@ -38,6 +38,7 @@ class ActivationBar(Widget):
         self.set_reactive(ActivationBar.label, label)
 
     def render(self) -> Text:
+        """The bar, the activation to two decimals, then the label, cut with an ellipsis to fit."""
         filled = round(max(0.0, min(1.0, self.activation)) * BAR_CELLS)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("█" * filled, style=self.get_component_rich_style("bar--filled"))

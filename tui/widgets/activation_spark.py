@@ -41,6 +41,7 @@ class ActivationSpark(Widget):
         self.set_reactive(ActivationSpark.data, tuple(data))
 
     def render(self) -> Text:
+        """One bar per cell on the fixed 0-1 scale, or a dim note when there is no history."""
         width = self.size.width
         data = self.data
         if not data or width <= 0:

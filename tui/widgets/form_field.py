@@ -40,11 +40,13 @@ class FormField(Vertical):
         self.field = field
 
     def compose(self) -> ComposeResult:
+        """The label, the input widget and the error line (hidden while there is no error)."""
         yield Label(self._label, classes="form-field--label")
         yield self.field
         yield Label("", classes="form-field--error")
 
     def watch_error(self, error: str) -> None:
+        """A non-empty error marks the field invalid and shows the message under the input."""
         self.set_class(bool(error), "-invalid")
         if self.is_mounted:
             self.query_one(".form-field--error", Label).update(error)

@@ -1,7 +1,8 @@
 """An example Noema plugin: ``KeywordWatch`` raises an alert when a watched word is observed.
 
 Registered in ``pyproject.toml`` under the ``noema.processes`` entry-point group,
-so ``processes.discover()`` finds it once the package is installed.
+so ``noema.discover()`` finds it once the package is installed. It imports from
+``noema`` only, and acts on the mind only through its ``ProcessContext``.
 """
 
 from __future__ import annotations
@@ -9,11 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from concepts import CHANNEL_TRUST, EPISTEMIC_WEIGHT, Candidate, Epistemic, WorkingMemoryItem
-from concepts.models import check_event_kind
-from noema.memory.reconciler import EventLog
-from processes import Process
-from workspace import ProcessContext
+from noema import (
+    CHANNEL_TRUST,
+    EPISTEMIC_WEIGHT,
+    Candidate,
+    Epistemic,
+    Process,
+    ProcessContext,
+    WorkingMemoryItem,
+    check_event_kind,
+)
 
 __all__ = ["ALERT", "DEFAULT_WORDS", "KeywordWatch"]
 
@@ -34,7 +40,7 @@ class KeywordWatch(Process):
 
     The watched words are ``words`` plus, for one observation, those listed in its
     payload under ``"watch"`` (a string or a list of strings). When its alert wins
-    attention, the process writes a ``keyword_watch.alert`` event linked to the
+    attention, the process emits a ``keyword_watch.alert`` event linked to the
     observation's ``observation_received`` event.
     """
 
@@ -45,6 +51,7 @@ class KeywordWatch(Process):
         self.salience = salience
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Propose an alert for each observation that mentions a watched word."""
         candidates = []
         for percept in ctx.percepts:
             observation = percept.observation
@@ -72,19 +79,17 @@ class KeywordWatch(Process):
         return candidates
 
     async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Emit the alert event when this process's alert won attention."""
         candidate = item.candidate
         if candidate.source != self.name:  # every winner is broadcast; act on our own
             return
-        with ctx.storage.transaction() as session:
-            events = EventLog(ctx.mind.id, ctx.clock.now())
-            events.add(
-                ALERT,
-                origin_event=candidate.payload["observation_event"],
-                payload={
-                    "words": candidate.payload["words"],
-                    "observation": candidate.payload["observation"],
-                    "cycle": ctx.cycle,
-                    "score": item.score,
-                },
-            )
-            events.flush(session)
+        ctx.emit(
+            ALERT,
+            {
+                "words": candidate.payload["words"],
+                "observation": candidate.payload["observation"],
+                "cycle": ctx.cycle,
+                "score": item.score,
+            },
+            origin_event=candidate.payload["observation_event"],
+        )

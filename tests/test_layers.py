@@ -1,0 +1,160 @@
+"""The layout of DESIGN section 1, read from the code's own imports.
+
+Every ``import`` and ``from ... import`` of our packages is collected with
+``ast`` (inside functions and ``TYPE_CHECKING`` blocks too) and checked against
+the table: arrows go down, faces never import one another, and what users are
+shown (``docs/``, ``examples/``) imports from ``noema`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ("concepts", "noema", "workspace", "processes", "tui")
+
+#: The face: the public API and the entry points; it may import everything.
+FACE = ("noema", "noema.mind", "noema.runtime")
+#: Faces proper: each talks to the mind through ``Mind`` and never to another face.
+FACES = ("noema.cli", "noema.mcp", "noema.integrations", "tui")
+#: The one exception: ``noema mcp`` and ``noema tui`` start those faces, by their entry points.
+LAUNCHES = {"noema.cli": {"noema.mcp.server", "tui.app"}}
+
+
+def _layer(module: str) -> str:
+    top = module.split(".")[0]
+    if top != "noema":
+        return top
+    if module in FACE:
+        return "face"
+    if any(module == f or module.startswith(f"{f}.") for f in FACES):
+        return "face"
+    return "engine"
+
+
+#: What each layer may import (DESIGN section 1).
+ALLOWED = {
+    "concepts": {"concepts"},
+    "engine": {"concepts", "engine"},
+    "workspace": {"concepts", "engine", "workspace"},
+    "processes": {"concepts", "engine", "workspace", "processes"},
+    "tui": {"concepts", "engine", "face", "workspace", "tui"},
+    "face": {"concepts", "engine", "face", "workspace", "processes", "tui"},
+}
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for top in OURS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            yield ".".join(parts), path
+
+
+def _imports(path: Path, module: str) -> Iterator[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                yield ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module:
+                yield node.module
+
+
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in OURS
+
+
+def _face_of(module: str) -> str | None:
+    return next((f for f in FACES if module == f or module.startswith(f"{f}.")), None)
+
+
+MODULES = dict(_modules())
+
+
+def test_the_table_covers_every_module() -> None:
+    assert len(MODULES) > 60
+    assert {_layer(m) for m in MODULES} == set(ALLOWED)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_arrow_runs_up_the_table(module: str) -> None:
+    layer = _layer(module)
+    wrong = sorted(
+        {
+            name
+            for name in _imports(MODULES[module], module)
+            if _ours(name) and _layer(name) not in ALLOWED[layer]
+        }
+    )
+    assert wrong == [], f"{module} ({layer}) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _face_of(m)))
+def test_no_face_imports_another_face(module: str) -> None:
+    mine = _face_of(module)
+    others = sorted(
+        {
+            name
+            for name in _imports(MODULES[module], module)
+            if _ours(name) and _face_of(name) not in (None, mine)
+        }
+        - LAUNCHES.get(mine or "", set())
+    )
+    assert others == [], f"{module} imports the faces {others}"
+
+
+def test_faces_reach_the_store_only_through_mind() -> None:
+    reaching = sorted(
+        module
+        for module in MODULES
+        if _face_of(module)
+        for name in _imports(MODULES[module], module)
+        if name.startswith(("noema.storage", "noema.memory.reconciler", "noema.memory.recall"))
+    )
+    assert reaching == []
+
+
+# ---------------------------------------------------------------- what users read
+
+_FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def _shown() -> Iterator[tuple[str, str]]:
+    for path in sorted([*(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("*.md")]):
+        for index, block in enumerate(_FENCE.findall(path.read_text(encoding="utf-8"))):
+            yield f"{path.relative_to(ROOT)}#{index + 1}", block
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+
+
+SHOWN = dict(_shown())
+
+
+def test_the_docs_and_examples_have_code_to_check() -> None:
+    assert any(name.endswith(".py") for name in SHOWN)
+    assert sum(name.startswith("docs/writing-a-process.md") for name in SHOWN) >= 5
+
+
+@pytest.mark.parametrize("where", sorted(SHOWN))
+def test_docs_and_examples_import_from_noema_only(where: str) -> None:
+    private = []
+    for node in ast.walk(ast.parse(SHOWN[where])):
+        names = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        private += [n for n in names if _ours(n) and n != "noema"]
+    assert private == [], f"{where} imports internals: {private}"
