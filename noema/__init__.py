@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "noema.clock",
     "ManualClock": "noema.clock",
     "DecayReport": "noema.memory.decay",
-    "VerifyReport": "noema.memory.audit",
+    "VerifyReport": "noema.memory.verify",
     "PurgePlan": "noema.memory.purge",
     "PurgeReport": "noema.memory.purge",
     "NoemaRetriever": "noema.integrations.langchain",
@@ -57,16 +57,43 @@ _EXPORTS: dict[str, str] = {
     "Observation": "concepts",
     "Candidate": "concepts",
     "Process": "processes",
+    "RunReport": "noema.runtime",
+    "ReflectReport": "noema.memory.consolidate",
+    "ProcessContext": "workspace",
+    "Percept": "workspace",
+    "AttentionConfig": "workspace",
+    "CycleReport": "workspace",
+    "WorkingMemoryItem": "concepts",
+    "AuditEntry": "concepts",
+    "WorkspaceSnapshot": "concepts",
+    "CHANNEL_TRUST": "concepts",
+    "EPISTEMIC_WEIGHT": "concepts",
+    "check_event_kind": "concepts.models",
+    "Attend": "processes",
+    "Retrieve": "processes",
+    "Reflect": "processes",
+    "discover": "processes",
+    "Discovered": "processes",
+    "MemoryReader": "noema.memory.reader",
+    "Checkpoint": "noema.memory.verify",
 }
 
 __all__ = [
+    "CHANNEL_TRUST",
     "DEFAULT_WEIGHTS",
+    "EPISTEMIC_WEIGHT",
+    "Attend",
+    "AttentionConfig",
+    "AuditEntry",
     "Candidate",
     "Channel",
+    "Checkpoint",
     "Clock",
     "ConfigError",
     "CrossMindError",
+    "CycleReport",
     "DecayReport",
+    "Discovered",
     "Epistemic",
     "Event",
     "EventKind",
@@ -77,6 +104,7 @@ __all__ = [
     "Memory",
     "MemoryInput",
     "MemoryKind",
+    "MemoryReader",
     "MigrationError",
     "Mind",
     "MindConfig",
@@ -84,16 +112,22 @@ __all__ = [
     "NoemaRetriever",
     "NotFound",
     "Observation",
+    "Percept",
     "PolicyViolation",
     "Process",
+    "ProcessContext",
     "PurgePlan",
     "PurgeReport",
     "RecallFilters",
     "RecallResult",
     "RecallWeights",
+    "Reflect",
+    "ReflectReport",
     "Relation",
     "RelationStatus",
     "Relationship",
+    "Retrieve",
+    "RunReport",
     "RuntimeFailure",
     "Settings",
     "Status",
@@ -102,11 +136,18 @@ __all__ = [
     "TemporalOrderError",
     "UsageError",
     "VerifyReport",
+    "WorkingMemoryItem",
+    "WorkspaceSnapshot",
     "WritePolicy",
+    "check_event_kind",
+    "discover",
 ]
 
 if TYPE_CHECKING:
     from concepts import (
+        CHANNEL_TRUST,
+        EPISTEMIC_WEIGHT,
+        AuditEntry,
         Candidate,
         Channel,
         Epistemic,
@@ -123,7 +164,10 @@ if TYPE_CHECKING:
         Relationship,
         RelationStatus,
         Status,
+        WorkingMemoryItem,
+        WorkspaceSnapshot,
     )
+    from concepts.models import check_event_kind
     from noema.clock import Clock, ManualClock, SystemClock
     from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights, Settings, WritePolicy
     from noema.errors import (
@@ -141,11 +185,15 @@ if TYPE_CHECKING:
         UsageError,
     )
     from noema.integrations.langchain import NoemaRetriever
-    from noema.memory.audit import VerifyReport
+    from noema.memory.consolidate import ReflectReport
     from noema.memory.decay import DecayReport
     from noema.memory.purge import PurgePlan, PurgeReport
+    from noema.memory.reader import MemoryReader
+    from noema.memory.verify import Checkpoint, VerifyReport
     from noema.mind import Mind
-    from processes import Process
+    from noema.runtime import RunReport
+    from processes import Attend, Discovered, Process, Reflect, Retrieve, discover
+    from workspace import AttentionConfig, CycleReport, Percept, ProcessContext
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import SkipValidation, ValidationError
 
 from concepts import (
+    AuditEntry,
     Channel,
     DecayClass,
     Epistemic,
@@ -31,20 +32,23 @@ from concepts import (
     Relationship,
     RelationStatus,
     Status,
+    WorkspaceSnapshot,
 )
 from concepts.models import Key, Note
+from noema import runtime
 from noema._arguments import Count, Position, checked
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
-from noema.errors import ConfigError, InvalidInput, NotFound, from_validation
+from noema.engine import Engine
+from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
-from noema.memory.audit import Checkpoint, VerifyReport, checkpoint_of, verify_records
+from noema.memory import consolidate as consolidation
+from noema.memory import upkeep
 from noema.memory.decay import DecayReport, run_decay
 from noema.memory.policy import apply_secret_policy, screen_name
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
-from noema.memory.recall import Recaller
-from noema.memory.reconciler import Reconciler, entity_refs, memory_keys
+from noema.memory.reader import recall_query
 from noema.memory.rerank import Reranker, as_reranker, load_reranker
 from noema.memory.transfer import (
     ExportData,
@@ -56,8 +60,9 @@ from noema.memory.transfer import (
     parse_export,
     restore,
 )
+from noema.memory.verify import Checkpoint, VerifyReport, checkpoint_of, verify_records
 from noema.storage import Storage, open_storage, ops
-from workspace import AttentionConfig, CycleReport, ProcessContext, ProcessProtocol, Workspace
+from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
 
 __all__ = ["Mind", "recall_query"]
 
@@ -72,106 +77,6 @@ def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
         return MemoryInput.model_validate(dict(fields))
     except ValidationError as exc:
         raise from_validation(exc, what=what) from None
-
-
-def recall_query(
-    query: str = "",
-    *,
-    limit: int = 10,
-    filters: RecallFilters | Mapping[str, Any] | None = None,
-    as_of: datetime | str | None = None,
-    peek: bool = False,
-    mode: str = "any",
-    fusion: str | None = None,
-    explore: bool = False,
-    seed: int | None = None,
-    depth: str = "fast",
-    **filter_fields: Any,
-) -> RecallQuery:
-    """A validated ``RecallQuery``; ``InvalidInput`` names the first bad field."""
-    try:
-        if isinstance(filters, RecallFilters):
-            filters = filters.model_dump()
-        merged = RecallFilters.model_validate({**(filters or {}), **filter_fields})
-        return RecallQuery(
-            text=query,
-            limit=limit,
-            filters=merged,
-            as_of=as_of,
-            peek=peek,
-            mode=mode,
-            fusion=fusion,
-            explore=explore,
-            seed=seed,
-            depth=depth,
-        )
-    except ValidationError as exc:
-        raise from_validation(exc) from None
-
-
-class BackgroundEmbedding:
-    """A thread that runs a mind's ``embed_missing`` after bulk writes.
-
-    ``start`` while it runs makes it go round once more (new memories came in);
-    ``stop`` ends it after the batch in hand. Batches are small, so a stop is quick.
-    """
-
-    BATCH = 64
-
-    def __init__(self, mind: Mind) -> None:
-        self._mind = mind
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._again = threading.Event()
-        self._state: tuple[int, int] = (0, 0)
-        self._error: BaseException | None = None
-
-    def start(self) -> None:
-        with self._lock:
-            self._again.set()
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._stop.clear()
-            self._error = None
-            self._thread = threading.Thread(
-                target=self._run, name=f"noema-embed-{self._mind.name}", daemon=True
-            )
-            self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            while self._again.is_set() and not self._stop.is_set():
-                self._again.clear()
-                self._mind.embed_missing(self._progress, batch=self.BATCH, stop=self._stop)
-        except BaseException as exc:  # kept for ``wait``; the embed-missing job retries later
-            self._error = exc
-
-    def _progress(self, done: int, total: int) -> None:
-        self._state = (done, total)
-
-    def wait(self, progress: Progress | None, timeout: float | None) -> bool:
-        thread = self._thread
-        if thread is not None:
-            step = 0.2 if progress is not None else timeout
-            waited = 0.0
-            while thread.is_alive() and (timeout is None or waited < timeout):
-                thread.join(step)
-                waited += step or 0.0
-                if progress is not None:
-                    progress(*self._state)
-            if thread.is_alive():
-                return False
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return True
-
-    def stop(self) -> None:
-        self._stop.set()
-        thread = self._thread
-        if thread is not None:
-            thread.join()
 
 
 class Mind:
@@ -198,11 +103,13 @@ class Mind:
         self.embedder = None if embedder is None else as_embedder(embedder)
         self.reranker = None if reranker is None else as_reranker(reranker)
         self._owns_storage = owns_storage
-        self._reconciler = Reconciler(storage, info, self.config, self.clock, self.embedder)
-        self._background = BackgroundEmbedding(self)
-        self._recaller = Recaller(
+        self._engine = Engine.build(
             storage, info, self.config, self.clock, self.embedder, self.reranker
         )
+        self._reconciler = self._engine.reconciler
+        self._recaller = self._engine.recaller
+        self._reader = self._engine.reader
+        self._background = upkeep.BackgroundEmbedding(self._engine)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -260,9 +167,12 @@ class Mind:
         )
 
     def close(self) -> None:
-        """Stop background embedding after its current batch, then close the store
-        (when this mind opened it). What is left unembedded, ``embed_missing`` (the
-        ``embed-missing`` job, ``noema embed-missing``) finishes later."""
+        """Stop background embedding after its current batch, then close the store.
+
+        The store is closed when this mind opened it. What is left unembedded,
+        ``embed_missing`` (the ``embed-missing`` job, ``noema embed-missing``)
+        finishes later.
+        """
         self._background.stop()
         if self._owns_storage:
             self.storage.close()
@@ -280,11 +190,18 @@ class Mind:
 
     @property
     def name(self) -> str:
+        """The mind's name in its store."""
         return self.info.name
 
     @property
     def id(self) -> str:
+        """The mind's id."""
         return self.info.id
+
+    @property
+    def url(self) -> str:
+        """The URL of the store the mind lives in."""
+        return self.storage.url
 
     def __repr__(self) -> str:
         return f"Mind(name={self.name!r}, url={self.storage.url!r})"
@@ -563,18 +480,22 @@ class Mind:
 
     @checked
     def get(self, memory_id: str) -> Memory:
-        """The memory with this id, whatever its status."""
-        with self.storage.transaction(write=False) as session:
-            found = session.run(ops.GetMemories(self.id, [memory_id]))
-        if not found:
-            raise NotFound(f"no memory {memory_id} in mind {self.name!r}")
-        return found[0]
+        """The memory with this id, whatever its status.
+
+        Raises:
+            NotFound: the mind holds no such memory.
+        """
+        return self._reader.get(memory_id)
+
+    @checked
+    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories with these ids, whatever their status; ids not held are left out."""
+        return self._reader.get_many(memory_ids)
 
     @checked
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""
-        with self.storage.transaction(write=False) as session:
-            return session.run(ops.FindRelationships(self.id, memory_ids=[memory_id]))
+        return self._reader.relationships(memory_id)
 
     @checked
     def events(
@@ -582,22 +503,50 @@ class Mind:
         *,
         memory_id: str | None = None,
         kinds: Sequence[EventKind | str] = (),
+        ids: Sequence[str] | None = None,
         limit: Count | None = None,
         newest_first: bool = False,
         after_seq: Position | None = None,
     ) -> list[Event]:
-        """The mind's events in append order (or newest first); ``after_seq`` skips older ones."""
-        with self.storage.transaction(write=False) as session:
-            return session.run(
-                ops.ListEvents(
-                    self.id,
-                    memory_id=memory_id,
-                    kinds=[str(k) for k in kinds],
-                    after_seq=after_seq,
-                    limit=limit,
-                    newest_first=newest_first,
-                )
-            )
+        """The mind's events in append order (or newest first).
+
+        Args:
+            memory_id: only events about this memory.
+            kinds: only events of these kinds.
+            ids: only the events with these ids.
+            limit: at most this many.
+            newest_first: the newest first.
+            after_seq: only events appended after this position.
+        """
+        return self._reader.events(
+            memory_id=memory_id,
+            kinds=kinds,
+            ids=ids,
+            limit=limit,
+            newest_first=newest_first,
+            after_seq=after_seq,
+        )
+
+    @checked
+    def timeline(
+        self, filters: RecallFilters | Mapping[str, Any] | None = None, *, limit: Count = 200
+    ) -> list[Memory]:
+        """Memories passing ``filters`` (active ones by default), newest recorded first."""
+        if not isinstance(filters, RecallFilters):
+            try:
+                filters = RecallFilters.model_validate(dict(filters or {}))
+            except ValidationError as exc:
+                raise from_validation(exc, what="filters:") from None
+        return self._reader.timeline(filters, limit=limit)
+
+    @checked
+    def audit_entry(self, event_id: str) -> AuditEntry | None:
+        """The audit-chain entry that covers the event ``event_id``, if there is one."""
+        return self._reader.audit_entry(event_id)
+
+    def workspace_snapshot(self) -> WorkspaceSnapshot | None:
+        """The workspace as a running mind (``noema run``) last saved it, or ``None``."""
+        return self._reader.workspace_snapshot()
 
     def stats(self) -> dict[str, Any]:
         """Memory counts by kind and by status."""
@@ -631,19 +580,15 @@ class Mind:
         """A global workspace over this mind; by default with attend, retrieve and reflect."""
         from processes import Attend, Reflect, Retrieve
 
-        ctx = ProcessContext(
-            storage=self.storage,
-            mind=self.info,
-            config=self.config,
-            clock=self.clock,
-            reconciler=self._reconciler,
-            recaller=self._recaller,
-            chat_model=chat_model,
-            embedder=as_embedder(embedder) if embedder is not None else self.embedder,
-        )
         chosen = list(processes) if processes is not None else [Attend(), Retrieve(), Reflect()]
         return Workspace(
-            ctx, chosen, attention=attention, timeout=timeout, max_failures=max_failures
+            self._engine,
+            chosen,
+            chat_model=chat_model,
+            embedder=as_embedder(embedder) if embedder is not None else None,
+            attention=attention,
+            timeout=timeout,
+            max_failures=max_failures,
         )
 
     @checked
@@ -709,27 +654,7 @@ class Mind:
         transaction and stored in its own. ``progress(done, total)`` follows it;
         ``stop``, once set, ends it after the current batch.
         """
-        if self.embedder is None:
-            raise ConfigError("no embedder is configured (set NOEMA_EMBEDDER, e.g. minilm or hash)")
-        model, dims = self.embedder.model, self.embedder.dims
-        with self.storage.transaction(write=False) as session:
-            have, total = session.run(ops.CountVectors(self.id, model, dims))
-        todo, done, after = total - have, 0, None
-        if progress:
-            progress(0, todo)
-        while stop is None or not stop.is_set():
-            with self.storage.transaction(write=False) as session:
-                rows = session.run(ops.MissingVectors(self.id, model, dims, after, batch))
-            if not rows:
-                break
-            vectors = self.embedder.memories([(content, when) for _, content, when in rows])
-            with self.storage.transaction() as session:
-                session.run(ops.PutVectors(self.id, model, [i for i, _, _ in rows], vectors))
-            done += len(rows)
-            after = rows[-1][0]
-            if progress:
-                progress(min(done, max(todo, done)), max(todo, done))
-        return done
+        return upkeep.embed_missing(self._engine, progress, batch=batch, stop=stop)
 
     @checked
     def reindex(self, progress: Progress | None = None, *, batch: Count = 1_000) -> int:
@@ -741,29 +666,155 @@ class Mind:
         expansion changes. Idempotent: links are never duplicated, and keys
         already up to date are not rewritten.
         """
-        with self.storage.transaction(write=False) as session:
-            total = sum(n for _, _, n in session.run(ops.CountMemories(self.id)))
-        done, after = 0, None
-        if progress:
-            progress(0, total)
-        while True:
-            with self.storage.transaction() as session:
-                page = session.run(ops.ScanMemories(self.id, after_id=after, limit=batch))
-                if not page:
-                    break
-                session.run(ops.PutEntities(self.id, entity_refs(page)))
-                stale = [(m.id, {"keys": k}) for m in page if (k := memory_keys(m)) != m.keys]
-                if stale:
-                    session.run(ops.UpdateMemories(self.id, stale))
-            done += len(page)
-            after = page[-1].id
-            if progress:
-                progress(min(done, total), max(total, done))
-        return done
+        return upkeep.reindex(self._engine, progress, batch=batch)
 
     def decay(self) -> DecayReport:
         """Run the decay job now (idempotent; never deletes)."""
         return run_decay(self.storage, self.info, self.config, self.clock)
+
+    @checked
+    def consolidate(
+        self,
+        *,
+        chat_model: Any = None,
+        min_group: int = consolidation.DEFAULT_MIN_GROUP,
+        min_shared: int = consolidation.DEFAULT_MIN_SHARED,
+        limit: Count = consolidation.DEFAULT_LIMIT,
+    ) -> consolidation.ReflectReport:
+        """Consolidate now: groups of related episodes become semantic or procedural memories.
+
+        Each new memory is ``derived_from`` its group's episodes; contradicting
+        members get ``contradicts`` edges, near-duplicates ``same_as`` proposals.
+        Idempotent (a second run writes nothing) and never deletes or changes
+        a memory. The ``reflect`` process and background job run the same.
+
+        Args:
+            chat_model: a LangChain chat model that writes the summaries;
+                without one (or where it fails) a deterministic offline method does.
+            min_group: fewest episodes a group needs (at least 2).
+            min_shared: fewest keywords two episodes must share (at least 1).
+            limit: most unconsolidated episodes read, the newest first.
+
+        Returns:
+            What the run read and wrote.
+        """
+        return consolidation.consolidate(
+            self._engine,
+            chat_model=chat_model,
+            min_group=min_group,
+            min_shared=min_shared,
+            limit=limit,
+        )
+
+    def run(
+        self,
+        observations: runtime.Source | None = None,
+        *,
+        cycles: int | None = None,
+        until_idle: bool = False,
+        plugins: Sequence[ProcessProtocol] | None = None,
+        chat_model: Any = None,
+        jobs: runtime.Jobs = True,
+        attention: AttentionConfig | None = None,
+        timeout: float = 10.0,
+        max_failures: int = 3,
+        stop: runtime.Stop | None = None,
+        on_cycle: Callable[[CycleReport], object] | None = None,
+        on_job: runtime.OnJob | None = None,
+        handle_signals: bool = False,
+    ) -> runtime.RunReport:
+        """Run the mind until its input ends, ``cycles`` pass, or it is stopped (see ``arun``).
+
+        Synchronous: it runs its own event loop, so it cannot be called inside a
+        running one (``await mind.arun(...)`` there).
+        """
+        options = runtime.run_options(
+            cycles=cycles,
+            until_idle=until_idle,
+            plugins=plugins,
+            chat_model=chat_model,
+            jobs=jobs,
+            attention=attention,
+            timeout=timeout,
+            max_failures=max_failures,
+            stop=stop,
+            on_cycle=on_cycle,
+            on_job=on_job,
+            handle_signals=handle_signals,
+        )
+        return runtime.run(self, observations, options)
+
+    async def arun(
+        self,
+        observations: runtime.Source | None = None,
+        *,
+        cycles: int | None = None,
+        until_idle: bool = False,
+        plugins: Sequence[ProcessProtocol] | None = None,
+        chat_model: Any = None,
+        jobs: runtime.Jobs = True,
+        attention: AttentionConfig | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109 (each hook's timeout, not the run's)
+        max_failures: int = 3,
+        stop: runtime.Stop | None = None,
+        on_cycle: Callable[[CycleReport], object] | None = None,
+        on_job: runtime.OnJob | None = None,
+        handle_signals: bool = False,
+    ) -> runtime.RunReport:
+        """Run the mind: its workspace, its background jobs and its input, until done.
+
+        The workspace holds attend, retrieve and reflect, and the plugins
+        (``plugins``, or else those of the ``noema.processes`` entry points);
+        the background jobs are ``decay``, ``reflect`` and, with an embedder,
+        ``embed-missing``. Each observation gets one cycle. The run stops when
+        the input ends (with ``until_idle``: when a cycle after it admits
+        nothing), after ``cycles`` cycles, when ``stop`` is set, or on SIGINT or
+        SIGTERM with ``handle_signals``; then every process's ``on_stop`` runs,
+        the workspace snapshot is saved and running jobs finish.
+
+        Args:
+            observations: observations, their content as strings, or mappings
+                of their fields, from an iterable or an async iterable (a list
+                or tuple is checked whole first). ``None``: empty cycles only,
+                so ``cycles`` or ``until_idle`` is needed.
+            cycles: stop after this many cycles.
+            until_idle: after the input, cycle until nothing wins attention.
+            plugins: processes beside the built-ins; one with a built-in's name
+                (e.g. ``Reflect(every=3)``) takes its place. ``None``: discovered.
+            chat_model: a LangChain chat model for the processes and the reflect job.
+            jobs: ``True``: background jobs on the default intervals; a
+                ``JobsConfig``: on its intervals; ``False``: none.
+            attention: the attention competition's weights and capacity.
+            timeout: seconds a process hook may take before it counts as failed.
+            max_failures: failures after which a process is quarantined.
+            stop: a ``threading.Event`` or ``asyncio.Event``; set it to stop
+                after the cycle under way.
+            on_cycle: called with each cycle's report.
+            on_job: called with each background job run, in the job's thread.
+            handle_signals: stop cleanly on SIGINT and SIGTERM (main thread).
+
+        Returns:
+            What the run did: its cycles, why it stopped, its processes, and
+            its jobs' counts of runs.
+
+        Raises:
+            InvalidInput: an argument is wrong; the error names it.
+        """
+        options = runtime.run_options(
+            cycles=cycles,
+            until_idle=until_idle,
+            plugins=plugins,
+            chat_model=chat_model,
+            jobs=jobs,
+            attention=attention,
+            timeout=timeout,
+            max_failures=max_failures,
+            stop=stop,
+            on_cycle=on_cycle,
+            on_job=on_job,
+            handle_signals=handle_signals,
+        )
+        return await runtime.arun(self, observations, options)
 
     @checked
     def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:

@@ -7,6 +7,7 @@ before and after. Recall never writes here: it runs with ``peek``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import io
 import json
@@ -949,6 +950,22 @@ WRONG_VALUES: list[Any] = [
     [None], [1], object(),
 ]  # fmt: skip
 MEMORY, OTHER, PROPOSAL = "<memory>", "<other memory>", "<proposal>"
+#: ``run`` and ``arun``: one cycle over one observation, no background jobs.
+RUN_CALL: dict[str, Any] = {
+    "observations": ["a fuzzed observation"],
+    "cycles": 1,
+    "until_idle": False,
+    "plugins": [],
+    "chat_model": None,
+    "jobs": False,
+    "attention": None,
+    "timeout": 5.0,
+    "max_failures": 3,
+    "stop": None,
+    "on_cycle": None,
+    "on_job": None,
+    "handle_signals": False,
+}
 #: Every public ``Mind`` method that takes arguments, with valid ones (ids filled in later).
 MIND_CALLS: dict[str, dict[str, Any]] = {
     "remember": {
@@ -1014,10 +1031,17 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
         "depth": "fast",
     },
     "get": {"memory_id": MEMORY},
+    "get_many": {"memory_ids": [MEMORY, OTHER]},
     "relationships": {"memory_id": MEMORY},
+    "timeline": {"filters": {"tags": ["seed0"]}, "limit": 10},
+    "audit_entry": {"event_id": "no-such-event"},
+    "consolidate": {"chat_model": None, "min_group": 3, "min_shared": 2, "limit": 100},
+    "run": RUN_CALL,
+    "arun": RUN_CALL,
     "events": {
         "memory_id": MEMORY,
         "kinds": ["memory_created"],
+        "ids": None,
         "limit": 10,
         "newest_first": False,
         "after_seq": 0,
@@ -1091,7 +1115,9 @@ def test_every_mind_method_refuses_wrong_types_with_a_noema_error(
         for wrong in WRONG_VALUES:
             arguments = {**valid, name: wrong}
             try:
-                getattr(seeded, method)(**arguments)
+                answer = getattr(seeded, method)(**arguments)
+                if inspect.iscoroutine(answer):  # arun
+                    asyncio.run(answer)
             except NoemaError as exc:
                 assert "\n" not in str(exc), (name, wrong, str(exc))
                 if snapshot(seeded) != before:

@@ -22,10 +22,30 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from noema import DecayReport, EventKind, ManualClock, Mind, NotFound, Settings, UsageError
+from noema import (
+    DecayReport,
+    EventKind,
+    ManualClock,
+    MemoryInput,
+    Mind,
+    NotFound,
+    Settings,
+    UsageError,
+)
 from noema.clock import SystemClock
 from noema.config import JobsConfig
-from noema.jobs import JobOutcome, JobRun, JobScheduler, decay_job, lease_name
+from noema.engine import Engine
+from noema.jobs import (
+    BUILTIN_JOBS,
+    JobOutcome,
+    JobRun,
+    JobScheduler,
+    builtin_jobs,
+    decay_job,
+    lease_name,
+    reflect_job,
+)
+from noema.memory.consolidate import ReflectReport
 from noema.storage import Storage, open_storage, ops
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -380,6 +400,54 @@ def test_decay_registered_through_the_scheduler_lowers_activation_and_deletes_no
         assert new.status == old.status
     assert mind.stats()["total"] == 3
     assert mind.events(kinds=[EventKind.DECAY_RUN])
+
+
+# ---------------------------------------------------------------- the built-in jobs
+
+
+def engine_of(mind: Mind) -> Engine:
+    return Engine.build(mind.storage, mind.info, mind.config, mind.clock, mind.embedder)
+
+
+def test_the_builtin_jobs_of_a_mind_are_named_after_it(open_mind: Callable[..., Mind]) -> None:
+    plain = engine_of(open_mind("plain"))
+    assert list(builtin_jobs(plain)) == ["decay:plain", "reflect:plain"]
+    # No embedder: no embed-missing job, even when one is handed in.
+    assert list(builtin_jobs(plain, embed=lambda: 0)) == ["decay:plain", "reflect:plain"]
+    vectors = engine_of(open_mind("vectors", embedder="hash:16"))
+    built = builtin_jobs(vectors)
+    assert [name.partition(":")[0] for name in built] == list(BUILTIN_JOBS)
+    vectors.reconciler.remember([MemoryInput(content="a memory to embed")], embed=False)
+    assert built["embed-missing:vectors"]() == 1 and built["embed-missing:vectors"]() == 0
+    jobs = builtin_jobs(vectors, embed=lambda: 7, reflect=lambda: "reflected")
+    assert jobs["embed-missing:vectors"]() == 7 and jobs["reflect:vectors"]() == "reflected"
+
+
+def test_the_reflect_job_consolidates_once_through_the_scheduler(
+    mind: Mind, clock: ManualClock, make_scheduler: Callable[..., JobScheduler]
+) -> None:
+    for text in [
+        "First run the tests, then deploy the service with make deploy.",
+        "To deploy the service, first build the image, then run make deploy.",
+        "Run make deploy only after the tests pass, then check the service logs.",
+    ]:
+        clock.advance(minutes=1)
+        mind.remember(text, kind="episodic", epistemic="observation")
+    engine = engine_of(mind)
+    scheduler = make_scheduler(mind.storage, clock=clock)
+    for name, job in builtin_jobs(engine).items():
+        scheduler.register(name, job)
+    scheduler.register("reflect:again", reflect_job(engine))
+    first = scheduler.run_now("reflect:default")
+    assert first.outcome is JobOutcome.RAN and isinstance(first.value, ReflectReport)
+    [memory] = first.value.created
+    assert memory.kind == "procedural" and memory.payload["method"] == "keywords"
+    events = len(mind.events())
+    second = scheduler.run_now("reflect:again")  # idempotent: nothing left to consolidate
+    assert second.value == ReflectReport(scanned=0) and len(mind.events()) == events
+    decayed = scheduler.run_now("decay:default")
+    assert isinstance(decayed.value, DecayReport) and decayed.value.scanned == 4
+    assert mind.verify().ok
 
 
 # ---------------------------------------------------------------- lifecycle

@@ -12,9 +12,10 @@ from langchain_core.language_models import FakeListChatModel, GenericFakeChatMod
 from langchain_core.messages import AIMessage, BaseMessage
 
 from concepts import MemoryKind, Observation, Relation, RelationStatus, Status
-from noema import ManualClock, Memory, Mind
+from noema import InvalidInput, ManualClock, Memory, Mind
+from noema.memory.consolidate import RUN_EVENT, ReflectReport
+from noema.memory.grouping import plan_groups
 from processes import Attend, Reflect
-from processes.reflect import RUN_EVENT, ReflectReport, plan_groups
 
 OpenMind = Callable[..., Mind]
 
@@ -50,9 +51,15 @@ def episodes(mind: Mind, clock: ManualClock, texts: Iterable[str], **fields: Any
     return written
 
 
-def consolidate(mind: Mind, reflect: Reflect | None = None, **workspace: Any) -> ReflectReport:
+def consolidate(mind: Mind, reflect: Reflect | None = None, **options: Any) -> ReflectReport:
+    """One consolidation with ``reflect``'s options (the defaults without it)."""
     process = reflect or Reflect()
-    return process.consolidate(mind.workspace([process], **workspace).ctx)
+    return mind.consolidate(
+        min_group=process.min_group,
+        min_shared=process.min_shared,
+        limit=process.limit,
+        **options,
+    )
 
 
 def derived_from(mind: Mind, memory_id: str) -> list[str]:
@@ -240,11 +247,50 @@ def test_a_group_the_write_policy_refuses_is_skipped(mind: Mind, clock: ManualCl
     assert "confidence 0.3 is below" in skipped
 
 
-def test_arguments_are_checked() -> None:
+def test_arguments_are_checked(mind: Mind) -> None:
     with pytest.raises(ValueError, match="every"):
         Reflect(every=0)
     with pytest.raises(ValueError, match="min_group"):
         Reflect(min_group=1)
+    with pytest.raises(ValueError, match="salience"):
+        Reflect(salience=1.5)
+    before = len(mind.events())
+    for options, named in [
+        ({"min_group": 1}, "min_group"),
+        ({"min_shared": 0}, "min_shared"),
+        ({"limit": 0}, "limit"),
+        ({"chat_model": "gpt"}, "chat_model"),
+    ]:
+        with pytest.raises(InvalidInput, match=named) as caught:
+            mind.consolidate(**options)
+        assert caught.value.field == named
+    assert len(mind.events()) == before
+
+
+def test_mind_consolidate_runs_the_offline_method_with_its_options(
+    mind: Mind, clock: ManualClock
+) -> None:
+    stored = episodes(mind, clock, [*BERLIN, *NOISE, *DEPLOY])
+    assert mind.consolidate(min_group=5) == ReflectReport(scanned=len(stored))
+    report = mind.consolidate(limit=3)  # the newest three: the deploys
+    assert report.scanned == 3 and report.groups == 1
+    assert [m.kind for m in report.created] == [MemoryKind.PROCEDURAL]
+    report = mind.consolidate()
+    assert report.scanned == len(BERLIN) + len(NOISE) and report.groups == 1
+    assert [m.kind for m in report.created] == [MemoryKind.SEMANTIC]
+    assert mind.consolidate() == ReflectReport(scanned=len(NOISE))
+
+
+def test_the_process_consolidates_through_its_context(mind: Mind, clock: ManualClock) -> None:
+    stored = episodes(mind, clock, [*BERLIN, *NOISE])
+    reflect = Reflect(min_group=4)
+    report = reflect.consolidate(mind.workspace([reflect]).ctx)
+    [plan] = plan_groups(stored, min_group=4)
+    [memory] = report.created
+    assert memory.content == plan.content and derived_from(mind, memory.id) == sorted(
+        m.id for m in plan.members
+    )
+    assert Reflect().consolidate(mind.workspace([]).ctx) == ReflectReport(scanned=len(NOISE))
 
 
 # ---------------------------------------------------------------- as a process

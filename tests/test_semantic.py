@@ -340,7 +340,7 @@ def test_an_entity_more_memories_share_than_the_pool_holds_is_skipped(mind: Mind
 
 
 def test_noema_run_schedules_embed_missing_only_with_an_embedder(open_mind: OpenMind) -> None:
-    from noema.cli.run import background_jobs
+    from noema.runtime import background_jobs
 
     plain = open_mind("plain")
     assert sorted(background_jobs(plain).names) == ["decay:plain", "reflect:plain"]
