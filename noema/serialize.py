@@ -13,7 +13,7 @@ from typing import Any
 
 from concepts import Event, Memory, RecallResult, Relationship
 from noema.clock import iso
-from noema.memory.audit import VerifyReport
+from noema.memory.verify import VerifyReport
 
 __all__ = [
     "event_json",

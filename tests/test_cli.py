@@ -64,7 +64,8 @@ Cli = Callable[..., Result]
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No NOEMA_* variable from the caller's shell; HOME in tmp, so nothing leaks out."""
+    """No NOEMA_* variable from the caller's shell; HOME and the working directory in tmp."""
+    monkeypatch.chdir(tmp_path)
     for name in list(os.environ):
         if name.startswith("NOEMA_"):
             monkeypatch.delenv(name)
@@ -1351,14 +1352,14 @@ def test_default_database_honours_xdg_data_home(env: dict[str, str], tmp_path: P
 # ---------------------------------------------------------------- shell
 
 
+def shell(env: dict[str, str], db: Path, typed: str) -> subprocess.CompletedProcess[Any]:
+    """Run ``noema shell`` on the database file ``db`` with ``typed`` as its input."""
+    return proc("--db", f"sqlite:///{db}", "shell", env=env, input=typed)
+
+
 def test_shell_remember_and_recall(env: dict[str, str], tmp_path: Path) -> None:
-    done = proc(
-        "--db",
-        f"sqlite:///{tmp_path / 'shell.db'}",
-        "shell",
-        env=env,
-        input="remember hello\nrecall hello\nstats\nverify\nbogus\nquit\n",
-    )
+    typed = "remember hello\nrecall hello\nstats\nverify\nbogus\nquit\n"
+    done = shell(env, tmp_path / "shell.db", typed)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     lines = out.splitlines()
@@ -1374,8 +1375,19 @@ def test_shell_remember_and_recall(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_shell_ends_at_end_of_input(env: dict[str, str], tmp_path: Path) -> None:
-    done = proc(
-        "--db", f"sqlite:///{tmp_path / 'eof.db'}", "shell", env=env, input="recall anything\n"
-    )
+    done = shell(env, tmp_path / "eof.db", "recall anything\n")
     assert done.returncode == 0, done.stderr
     assert "nothing recalled" in done.stdout
+
+
+def test_shell_help_shows_each_command_as_typed(env: dict[str, str], tmp_path: Path) -> None:
+    typed = "help\nhelp remember\nhelp retract\nhelp exit\nhelp help\n"
+    done = shell(env, tmp_path / "help.db", typed)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Documented commands" in out
+    assert "recall  remember  retract  show  stats  verify" in out
+    assert "noema> remember TEXT: store something.\n" in out
+    assert "noema> retract ID REASON: mark a memory inaccurate.\n" in out
+    assert "noema> quit: leave the shell.\n" in out
+    assert 'List available commands with "help"' in out

@@ -1,25 +1,52 @@
 """How the CLI shows records to people: short lines, details and a progress bar.
 
-Their JSON shapes for ``--json`` come from :mod:`noema.serialize`.
+Their JSON shapes for ``--json`` come from :mod:`noema.serialize`; :func:`reply`
+prints one or the other.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from concepts import Event, Memory, RecallResult, Relationship
 from noema.clock import iso
+from noema.memory.decay import DecayReport
 from noema.serialize import plain
+
+NOTHING_RECALLED = "nothing recalled"
 
 
 def emit_json(value: Any, out: TextIO | None = None) -> None:
+    """Write ``value`` as one line of JSON.
+
+    Args:
+        value: anything ``json.dumps`` takes (the shapes of :mod:`noema.serialize`).
+        out: where to write; standard output by default.
+    """
     out = out or sys.stdout
     out.write(json.dumps(value, ensure_ascii=False, indent=None) + "\n")
 
 
+def reply(as_json: bool, value: Any, *lines: str) -> None:
+    """Print a command's answer: ``value`` as JSON under ``--json``, else ``lines``.
+
+    Args:
+        as_json: whether the command was given ``--json``.
+        value: the answer's JSON shape.
+        *lines: the answer for people, one ``print`` each (none: nothing printed).
+    """
+    if as_json:
+        emit_json(value)
+        return
+    for line in lines:
+        print(line)
+
+
 def memory_line(memory: Memory) -> str:
+    """A memory in two lines: id, kind/epistemic, key and status; then its content."""
     key = f" key={memory.key}" if memory.key else ""
     status = "" if memory.status == "active" else f" [{memory.status.value}]"
     return (
@@ -29,6 +56,7 @@ def memory_line(memory: Memory) -> str:
 
 
 def memory_detail(memory: Memory) -> str:
+    """A memory's line followed by each of its other fields that holds a value."""
     lines = [memory_line(memory)]
     for name in (
         "channel",
@@ -51,7 +79,37 @@ def memory_detail(memory: Memory) -> str:
     return "\n".join(lines)
 
 
+def detail_lines(
+    memory: Memory,
+    edges: Sequence[Relationship],
+    events: Sequence[Event],
+    *,
+    headings: bool,
+) -> list[str]:
+    """A memory in detail, then its relationships and its events, indented.
+
+    Args:
+        memory: the memory.
+        edges: its relationships.
+        events: the events that cite it.
+        headings: put ``relationships:`` and ``events:`` above their (non-empty) lists.
+
+    Returns:
+        The lines to print.
+    """
+    lines = [memory_detail(memory)]
+    for heading, group in (
+        ("relationships:", [relationship_line(e) for e in edges]),
+        ("events:", [event_line(e) for e in events]),
+    ):
+        if headings and group:
+            lines.append(heading)
+        lines.extend("  " + line for line in group)
+    return lines
+
+
 def result_line(result: RecallResult) -> str:
+    """A recall result in two lines: rank, score and content; then id, kinds and components."""
     m = result.memory
     parts = " ".join(f"{k}={v:.3f}" for k, v in result.components.items() if v)
     conflict = f"\n     conflicts with: {', '.join(result.conflicts)}" if result.conflicts else ""
@@ -61,18 +119,36 @@ def result_line(result: RecallResult) -> str:
     )
 
 
+def result_lines(results: Sequence[RecallResult]) -> list[str]:
+    """Each result's lines, or one line saying that nothing was recalled."""
+    return [result_line(r) for r in results] or [NOTHING_RECALLED]
+
+
 def relationship_line(edge: Relationship) -> str:
+    """An edge as ``id  src --relation--> dst``, with its status unless active."""
     status = "" if edge.status == "active" else f" [{edge.status.value}]"
     return f"{edge.id}  {edge.src} --{edge.relation.value}--> {edge.dst}{status}"
 
 
 def event_line(event: Event) -> str:
+    """An event as its time, its kind and the memory it is about (if any)."""
     target = f" {event.memory_id}" if event.memory_id else ""
     return f"{iso(event.at)}  {event.kind}{target}"
 
 
+def decay_line(report: DecayReport) -> str:
+    """What a decay run did."""
+    return f"decayed {report.decayed} of {report.scanned} memories"
+
+
 class Progress:
-    """A one-line progress bar on a terminal's stderr; silent elsewhere."""
+    """A one-line progress bar on a terminal's stderr; silent elsewhere.
+
+    Attributes:
+        label: the word before the bar (``"embedding"``).
+        stream: where the bar is drawn.
+        enabled: whether ``stream`` is a terminal (else nothing is drawn).
+    """
 
     def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self.label = label
@@ -80,6 +156,7 @@ class Progress:
         self.enabled = self.stream.isatty()
 
     def __call__(self, done: int, total: int) -> None:
+        """Draw the bar at ``done`` of ``total``; end the line when they meet."""
         if not self.enabled or total <= 0:
             return
         width = 30

@@ -1,10 +1,13 @@
-"""``noema run`` and ``noema observe``: observations through the global workspace."""
+"""``noema run`` and ``noema observe``: reading observations in, and showing each cycle.
+
+The running itself (workspace, background jobs, a clean stop on signals) is
+``Mind.run``'s (``noema.runtime``); this module parses and prints.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterable
@@ -16,18 +19,21 @@ from pydantic import ValidationError
 from concepts import Observation
 from noema import serialize
 from noema.cli import _render as render
+from noema.cli._common import last_seq
 from noema.config import JobsConfig
 from noema.errors import InvalidInput, from_validation
-from noema.jobs import JobScheduler, decay_job
 from noema.jsonl import json_object
 from noema.mind import Mind
-from processes import Reflect
+from noema.runtime import StopReason
 from workspace import CycleReport
 
-__all__ = ["observation_from", "print_cycle", "read_observations", "run_mind"]
-
-#: Idle cycles ``--until-idle`` runs at most before it stops anyway.
-MAX_IDLE_CYCLES = 1_000
+__all__ = [
+    "observation_from",
+    "parse_line",
+    "print_cycle",
+    "read_observations",
+    "run_mind",
+]
 
 
 def observation_from(fields: Any, *, where: str) -> Observation:
@@ -143,20 +149,6 @@ def print_cycle(mind: Mind, report: CycleReport, after: int, *, as_json: bool) -
     return int(events[-1].seq or after) if events else after
 
 
-def background_jobs(mind: Mind, jobs: JobsConfig | None = None) -> JobScheduler:
-    """A scheduler (not started) with the mind's jobs: decay, reflect and, when the
-    mind has an embedder, embed-missing."""
-    scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock)
-    scheduler.register(
-        f"decay:{mind.name}", decay_job(mind.storage, mind.info, mind.config, mind.clock)
-    )
-    reflect, context = Reflect(), mind.workspace([]).ctx
-    scheduler.register(f"reflect:{mind.name}", lambda: reflect.consolidate(context))
-    if mind.embedder is not None:
-        scheduler.register(f"embed-missing:{mind.name}", lambda: mind.embed_missing())
-    return scheduler
-
-
 def run_mind(
     mind: Mind,
     source: Iterable[Observation] | None,
@@ -166,94 +158,31 @@ def run_mind(
     as_json: bool,
     jobs: JobsConfig | None = None,
 ) -> int:
-    """Run the workspace over ``source`` (``None``: stdin, as JSONL or at a prompt).
+    """Run the mind over ``source`` (``None``: stdin, as JSONL or at a prompt) and show it.
 
-    Background jobs (``background_jobs``) run on their intervals while the mind
-    runs, each under a store lease so two runtimes never run the same job at once.
+    ``Mind.run`` does the work: the workspace, the background jobs (each under
+    a store lease, so two runtimes never run the same job at once) and a clean
+    stop on SIGINT or SIGTERM. Here each cycle is printed as it completes.
+
+    Returns:
+        The exit status (0).
     """
-    scheduler = background_jobs(mind, jobs)
-    scheduler.start()
-    try:
-        return asyncio.run(_run(mind, source, cycles, until_idle, as_json))
-    finally:
-        scheduler.shutdown(wait=True)
+    after = last_seq(mind)
 
+    def show(report: CycleReport) -> None:
+        nonlocal after
+        after = print_cycle(mind, report, after, as_json=as_json)
 
-async def _run(
-    mind: Mind,
-    source: Iterable[Observation] | None,
-    cycles: int | None,
-    until_idle: bool,
-    as_json: bool,
-) -> int:
-    from processes import Attend, Reflect, Retrieve, discover
-
-    found = discover()
-    for error in found.errors:
-        print(f"noema: {error}", file=sys.stderr)
-    processes: list[Any] = [Attend(), Retrieve(), Reflect()]
-    for plugin in found.processes:
-        if plugin.name in {p.name for p in processes}:
-            print(f"noema: plugin {plugin.name!r} skipped: the name is taken", file=sys.stderr)
-        else:
-            processes.append(plugin)
-    workspace = mind.workspace(processes)
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    newest = mind.events(newest_first=True, limit=1)
-    after = int(newest[0].seq or 0) if newest else 0
-    done = 0
-
-    def more() -> bool:
-        return not stopping.is_set() and (cycles is None or done < cycles)
-
-    try:
-        stream = _stream(sys.stdin.isatty()) if source is None else _aiter(source)
-        async for observation in _until(stream, stopping):
-            if not more():
-                break
-            report = await workspace.step([observation])
-            after = print_cycle(mind, report, after, as_json=as_json)
-            done += 1
-        idle = 0
-        while until_idle and more() and idle < MAX_IDLE_CYCLES:
-            report = await workspace.step([])
-            after = print_cycle(mind, report, after, as_json=as_json)
-            done += 1
-            idle += 1
-            if not any(d.admitted for d in report.decisions):
-                break
-    finally:
-        await workspace.stop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+    observations = _stream(sys.stdin.isatty()) if source is None else source
+    ran = mind.run(
+        observations,
+        cycles=cycles,
+        until_idle=until_idle,
+        jobs=jobs if jobs is not None else True,
+        on_cycle=show,
+        handle_signals=True,
+    )
     if not as_json:
-        print(f"stopped after {done} cycles" + (" (signal)" if stopping.is_set() else ""))
+        signalled = " (signal)" if ran.reason == StopReason.SIGNAL else ""
+        print(f"stopped after {ran.cycles} cycles{signalled}")
     return 0
-
-
-async def _aiter(items: Iterable[Observation]) -> AsyncIterator[Observation]:
-    for item in items:
-        yield item
-
-
-async def _until(
-    stream: AsyncIterator[Observation], stopping: asyncio.Event
-) -> AsyncIterator[Observation]:
-    """Items of ``stream`` until it ends or ``stopping`` is set, whichever comes first."""
-    stop = asyncio.ensure_future(stopping.wait())
-    try:
-        while True:
-            following = asyncio.ensure_future(anext(stream))
-            await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if not following.done():
-                following.cancel()
-                return
-            try:
-                yield following.result()
-            except StopAsyncIteration:
-                return
-    finally:
-        stop.cancel()

@@ -18,18 +18,39 @@ Noema shell: mind {name!r} at {url}
   stats | verify | decay | help | quit
 """
 
+#: What ``help COMMAND`` prints: the command as it is typed, then what it does.
+HELP = {
+    "remember": "remember TEXT: store something.",
+    "recall": "recall QUERY: recall memories with the components of each score.",
+    "show": "show ID: one memory in detail.",
+    "retract": "retract ID REASON: mark a memory inaccurate.",
+    "stats": "stats: memory counts by kind and status.",
+    "verify": "verify: check the audit chain.",
+    "decay": "decay: run the decay job.",
+    "quit": "quit: leave the shell.",
+    "exit": "quit: leave the shell.",
+    "EOF": "quit: leave the shell.",
+}
+
 
 class Shell(cmd.Cmd):
-    """A line-oriented shell over one mind. Errors print one line and the shell goes on."""
+    """A line-oriented shell over one mind. Errors print one line and the shell goes on.
+
+    ``help COMMAND`` prints the command's line of :data:`HELP`.
+
+    Attributes:
+        mind: the open mind the commands read and write.
+    """
 
     prompt = "noema> "
 
     def __init__(self, mind: Mind) -> None:
         super().__init__()
         self.mind = mind
-        self.intro = INTRO.format(name=mind.name, url=mind.storage.url)
+        self.intro = INTRO.format(name=mind.name, url=mind.url)
 
     def onecmd(self, line: str) -> bool:
+        """Run one command line; a Noema error prints one line instead of ending the shell."""
         try:
             return super().onecmd(line)
         except NoemaError as exc:
@@ -37,34 +58,39 @@ class Shell(cmd.Cmd):
             return False
 
     def emptyline(self) -> bool:
+        """Do nothing on an empty line (``cmd`` would repeat the last command)."""
         return False
 
     def default(self, line: str) -> None:
+        """Say that the command is unknown."""
         print(f"unknown command {line.split()[0]!r}; type help")
 
+    def do_help(self, arg: str) -> bool | None:
+        """List available commands with "help" or detailed help with "help cmd"."""
+        if arg in HELP:
+            self.stdout.write(HELP[arg] + "\n")
+            return None
+        return super().do_help(arg)
+
     def do_remember(self, arg: str) -> None:
-        """remember TEXT: store something."""
+        """Store TEXT; the same text again reinforces the memory."""
         print(render.memory_line(self.mind.remember(arg)))
 
     def do_recall(self, arg: str) -> None:
-        """recall QUERY: recall memories with the components of each score."""
-        results = self.mind.recall(arg)
-        if not results:
-            print("nothing recalled")
-        for result in results:
-            print(render.result_line(result))
+        """Recall memories for QUERY, with the components of each score."""
+        for line in render.result_lines(self.mind.recall(arg)):
+            print(line)
 
     def do_show(self, arg: str) -> None:
-        """show ID: one memory in detail."""
+        """Show one memory in detail, with its relationships and events."""
         memory = self.mind.get(arg.strip())
-        print(render.memory_detail(memory))
-        for edge in self.mind.relationships(memory.id):
-            print("  " + render.relationship_line(edge))
-        for event in self.mind.events(memory_id=memory.id):
-            print("  " + render.event_line(event))
+        edges = self.mind.relationships(memory.id)
+        events = self.mind.events(memory_id=memory.id)
+        for line in render.detail_lines(memory, edges, events, headings=False):
+            print(line)
 
     def do_retract(self, arg: str) -> None:
-        """retract ID REASON: mark a memory inaccurate."""
+        """Mark the memory ID inaccurate, for REASON (the rest of the line)."""
         parts = shlex.split(arg)
         if len(parts) < 2:
             print("usage: retract ID REASON")
@@ -73,22 +99,21 @@ class Shell(cmd.Cmd):
         print(f"retracted {memory.id}")
 
     def do_stats(self, arg: str) -> None:
-        """stats: memory counts by kind and status."""
+        """Print the memory counts by kind and by status."""
         stats = self.mind.stats()
         print(f"{stats['total']} memories; {stats['by_kind']}; {stats['by_status']}")
 
     def do_verify(self, arg: str) -> None:
-        """verify: check the audit chain."""
+        """Check the audit chain."""
         report = self.mind.verify()
         print("audit chain intact" if report.ok else f"audit chain broken: {report.problem}")
 
     def do_decay(self, arg: str) -> None:
-        """decay: run the decay job."""
-        report = self.mind.decay()
-        print(f"decayed {report.decayed} of {report.scanned} memories")
+        """Run the decay job."""
+        print(render.decay_line(self.mind.decay()))
 
     def do_quit(self, arg: str) -> bool:
-        """quit: leave the shell."""
+        """Leave the shell."""
         return True
 
     do_exit = do_quit

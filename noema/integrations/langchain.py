@@ -1,4 +1,4 @@
-"""A ``Mind`` as a LangChain retriever, and its recall as a prompt block in a chain.
+r"""A ``Mind`` as a LangChain retriever, and its recall as a prompt block in a chain.
 
 ``NoemaRetriever`` runs ``Mind.recall`` and returns LangChain ``Document``s: the
 memory's content, with its kind, provenance, validity and score (and the score's
@@ -12,7 +12,7 @@ components) in the metadata. ``as_prompt`` renders the same recall with
 
     retriever = NoemaRetriever(mind=mind, k=6, filters={"kinds": ["semantic"]})
     prompt = ChatPromptTemplate.from_messages(
-        [("system", "What you remember:\\n{memories}"), ("human", "{question}")]
+        [("system", "What you remember:\n{memories}"), ("human", "{question}")]
     )
     chain = {"memories": retriever.as_prompt("summary"), "question": RunnablePassthrough()}
     answer = (chain | prompt | model).invoke("where does Ada live?")

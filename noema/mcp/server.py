@@ -79,6 +79,7 @@ class NoemaServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        """Call a tool; a wrong argument or a Noema error is a one-line tool error."""
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -95,6 +96,7 @@ class NoemaServer(MCPServer[Any]):
             raise ToolError(one_line) from cause
 
     async def run_stdio_async(self) -> None:
+        """Serve MCP on stdin and stdout, answering every line, even a malformed one."""
         # Lines end at "\n" only: JSON may hold a raw CR, which the SDK's default
         # (universal newlines) would take for the end of a line.
         stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")

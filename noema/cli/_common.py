@@ -1,0 +1,46 @@
+"""What the commands share: exit statuses and opening the mind."""
+
+from __future__ import annotations
+
+import argparse
+
+from noema.config import Settings
+from noema.mind import Mind
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "last_seq", "open_mind"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def open_mind(args: argparse.Namespace) -> Mind:
+    """Open the mind the global options (or the environment) name.
+
+    Args:
+        args: the parsed command line; ``--db``, ``--mind`` and ``--embedder`` are
+            read, and a command's ``--redact-secrets`` makes this mind's write
+            policy redact credentials whatever its configuration says.
+
+    Returns:
+        The open mind; the caller closes it (``with open_mind(args) as mind``).
+    """
+    settings = Settings.from_env()
+    name = args.mind or settings.mind
+    config = None
+    if getattr(args, "redact_secrets", False):
+        base = settings.mind_config(name)
+        config = base.model_copy(
+            update={"policy": base.policy.model_copy(update={"secrets": "redact"})}
+        )
+    return Mind.open(
+        args.db or settings.url(),
+        name,
+        settings=settings,
+        config=config,
+        embedder=getattr(args, "embedder", None),
+    )
+
+
+def last_seq(mind: Mind) -> int:
+    """The sequence number of the mind's newest event (0 when it has none)."""
+    newest = mind.events(newest_first=True, limit=1)
+    return int(newest[0].seq or 0) if newest else 0

@@ -1,0 +1,201 @@
+"""The commands that write and read memories: remember, recall, memory ACTION, events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from concepts import MemoryInput
+from noema import serialize
+from noema.cli import _render as render
+from noema.cli._common import EXIT_OK, open_mind
+from noema.cli._options import filter_fields, given
+from noema.errors import InvalidInput, UsageError, from_validation
+from noema.jsonl import json_object
+from noema.mind import recall_query
+
+__all__ = [
+    "cmd_decide",
+    "cmd_events",
+    "cmd_feedback",
+    "cmd_proposals",
+    "cmd_recall",
+    "cmd_relate",
+    "cmd_remember",
+    "cmd_retract",
+    "cmd_show",
+]
+
+
+def _memory_input(fields: dict[str, Any], *, what: str = "") -> MemoryInput:
+    try:
+        return MemoryInput.model_validate(fields)
+    except ValidationError as exc:
+        raise from_validation(exc, what=what) from None
+
+
+def _read_jsonl(path: str) -> list[tuple[int, MemoryInput]]:
+    """Every memory of a JSONL file (``-``: stdin) with its line number, all checked."""
+    try:
+        data = Path(path).read_bytes() if path != "-" else sys.stdin.buffer.read()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    items: list[tuple[int, MemoryInput]] = []
+    for number, raw in enumerate(data.splitlines(), start=1):
+        fields = json_object(raw, f"{path} line {number}")
+        if fields is not None:
+            items.append((number, _memory_input(fields, what=f"{path} line {number}:")))
+    return items
+
+
+def _remember_file(args: argparse.Namespace) -> int:
+    items = _read_jsonl(args.file)
+    inputs = [item for _, item in items]
+    with open_mind(args) as mind:
+        mind.check_policy(inputs, force=args.force, labels=[f"line {n}" for n, _ in items])
+        written = mind.remember_many(inputs, force=True, progress=render.Progress("remembering"))
+        # A bulk write is embedded after it commits; Ctrl-C leaves the rest to
+        # `noema embed-missing` (or the job of `noema run`).
+        mind.wait_for_embeddings(progress=render.Progress("embedding"))
+    ids = [m.id for m in written]
+    render.reply(
+        args.json,
+        {"count": len(ids), "ids": ids},
+        f"remembered {len(ids)} memories ({len(set(ids))} distinct)",
+    )
+    return EXIT_OK
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    """``noema remember``: one memory from TEXT and the options, or a JSONL file of them."""
+    if (args.text is None) == (args.file is None):
+        raise UsageError("remember: give TEXT or --file F.jsonl (one of them)")
+    if args.file is not None:
+        return _remember_file(args)
+    fields = given(
+        content=args.text,
+        kind=args.kind,
+        epistemic=args.epistemic,
+        channel=args.channel,
+        key=args.key,
+        importance=args.importance,
+        confidence=args.confidence,
+        valid_from=args.valid_from,
+        at=args.at,
+    )
+    item = _memory_input(fields | {"tags": tuple(args.tag)})
+    with open_mind(args) as mind:
+        memory = mind.remember_many([item], force=args.force)[0]
+    render.reply(args.json, serialize.memory_json(memory), render.memory_line(memory))
+    return EXIT_OK
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    """``noema recall``: the memories for QUERY, each with the components of its score."""
+    filters = filter_fields(args) | given(
+        key=args.key, min_confidence=args.min_confidence, min_feedback=args.min_feedback
+    )
+    request = recall_query(
+        args.query,
+        limit=args.limit,
+        filters=filters,
+        as_of=args.as_of,
+        peek=args.peek,
+        mode="strict" if args.strict else "any",
+        fusion=args.fusion,
+        explore=args.explore,
+        seed=args.seed,
+        depth="deep" if args.deep else "fast",
+    )
+    with open_mind(args) as mind:
+        results = mind.recall(request)
+    if args.tier:
+        from noema.memory.prompt import format_memories
+
+        print(format_memories(results, args.tier) or render.NOTHING_RECALLED)
+        return EXIT_OK
+    render.reply(
+        args.json, [serialize.result_json(r) for r in results], *render.result_lines(results)
+    )
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``noema memory show``: a memory with its relationships and the events that cite it."""
+    with open_mind(args) as mind:
+        memory = mind.get(args.id)
+        edges = mind.relationships(memory.id)
+        events = mind.events(memory_id=memory.id)
+    shape = {
+        **serialize.memory_json(memory),
+        "relationships": [serialize.relationship_json(e) for e in edges],
+        "events": [serialize.event_json(e) for e in events],
+    }
+    render.reply(args.json, shape, *render.detail_lines(memory, edges, events, headings=True))
+    return EXIT_OK
+
+
+def cmd_retract(args: argparse.Namespace) -> int:
+    """``noema memory retract``: mark a memory inaccurate, with a reason."""
+    if not args.reason.strip():
+        raise InvalidInput("reason: a retraction needs a reason")
+    with open_mind(args) as mind:
+        memory = mind.retract(args.id, reason=args.reason)
+    render.reply(args.json, serialize.memory_json(memory), f"retracted {memory.id}")
+    return EXIT_OK
+
+
+def cmd_relate(args: argparse.Namespace) -> int:
+    """``noema memory relate``: an edge SRC RELATION DST."""
+    with open_mind(args) as mind:
+        edge = mind.relate(
+            args.src, args.relation, args.dst, confidence=args.confidence, source="cli"
+        )
+    render.reply(args.json, serialize.relationship_json(edge), render.relationship_line(edge))
+    return EXIT_OK
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    """``noema memory feedback``: rate a memory from -1 to 1."""
+    with open_mind(args) as mind:
+        memory = mind.feedback(args.id, args.value, note=args.note)
+    render.reply(
+        args.json,
+        serialize.memory_json(memory),
+        f"{memory.id}  confidence now {memory.confidence:.3f}",
+    )
+    return EXIT_OK
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    """``noema memory proposals``: the pending ``same_as`` merge proposals."""
+    with open_mind(args) as mind:
+        proposals = mind.proposals()
+    lines = [render.relationship_line(p) for p in proposals] or ["no pending proposals"]
+    render.reply(args.json, [serialize.relationship_json(p) for p in proposals], *lines)
+    return EXIT_OK
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    """``noema memory approve`` and ``reject``: decide a merge proposal."""
+    with open_mind(args) as mind:
+        edge = mind.approve(args.id) if args.approve else mind.reject(args.id)
+    verb = "approved" if args.approve else "rejected"
+    render.reply(args.json, serialize.relationship_json(edge), f"{verb} {edge.id}")
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    """``noema events``: the event log, newest last, of a memory or of the mind."""
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("events: --limit must be at least 1")
+    with open_mind(args) as mind:
+        events = mind.events(memory_id=args.memory, kinds=args.kind, limit=args.limit)
+    render.reply(
+        args.json, [serialize.event_json(e) for e in events], *map(render.event_line, events)
+    )
+    return EXIT_OK

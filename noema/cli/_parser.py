@@ -1,0 +1,274 @@
+"""The ``noema`` argument parser: global options, then one sub-command each.
+
+Each command's options are declared here; its handler (``args.handler``) is a
+``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._maintenance`,
+:mod:`noema.cli._faces` or :mod:`noema.cli._run_observe`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from concepts import Channel, Epistemic, MemoryKind, Relation
+from noema.cli._faces import cmd_mcp, cmd_shell, cmd_tui
+from noema.cli._maintenance import (
+    cmd_checkpoint,
+    cmd_decay,
+    cmd_embed_missing,
+    cmd_export,
+    cmd_forget,
+    cmd_import,
+    cmd_reindex,
+    cmd_stats,
+    cmd_verify,
+)
+from noema.cli._memory import (
+    cmd_decide,
+    cmd_events,
+    cmd_feedback,
+    cmd_proposals,
+    cmd_recall,
+    cmd_relate,
+    cmd_remember,
+    cmd_retract,
+    cmd_show,
+)
+from noema.cli._options import add_filters, choices, path
+from noema.cli._run_observe import cmd_observe, cmd_run
+from noema.errors import UsageError
+
+__all__ = ["Parser", "build_parser"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: a bad command line raises ``UsageError`` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise ``UsageError`` naming the sub-command, instead of printing usage and exiting.
+
+        Raises:
+            UsageError: always.
+        """
+        command = self.prog.removeprefix("noema").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+#: ``--json`` on a command: ``True``, or the option's help text.
+JsonOption = bool | str
+
+
+class _Commands:
+    """Adds sub-commands, each with its handler; ``--json`` goes after their own options."""
+
+    def __init__(self, parser: argparse.ArgumentParser, dest: str, metavar: str) -> None:
+        self._group = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=Parser)
+        self._group.required = True
+        self._json: list[tuple[argparse.ArgumentParser, str | None]] = []
+
+    def add(
+        self, name: str, handler: Handler, help: str, *, json: JsonOption = True, **defaults: Any
+    ) -> argparse.ArgumentParser:
+        """A sub-command ``name`` run by ``handler``; ``defaults`` go into its namespace."""
+        p = self._group.add_parser(name, help=help)
+        p.set_defaults(handler=handler, **defaults)
+        if json:
+            self._json.append((p, json if isinstance(json, str) else None))
+        return p
+
+    def group(self, name: str, help: str, dest: str, metavar: str) -> _Commands:
+        """A sub-command ``name`` that has sub-commands of its own."""
+        return _Commands(self._group.add_parser(name, help=help), dest, metavar)
+
+    def add_json_options(self) -> None:
+        """Give ``--json`` to the sub-commands that asked for it, as their last option."""
+        for p, text in self._json:
+            p.add_argument("--json", action="store_true", help=text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``noema``'s command line; each command sets ``args.handler``."""
+    parser = Parser(prog="noema", description="A persistent mind with long-term memory.")
+    parser.add_argument("--db", metavar="URL", help="database URL (env NOEMA_DATABASE_URL)")
+    parser.add_argument(
+        "--mind", metavar="NAME", help="mind name (env NOEMA_MIND; default 'default')"
+    )
+    parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help="embedder: auto, none, minilm, hash[:DIMS] (env NOEMA_EMBEDDER; default auto)",
+    )
+    parser.add_argument("--version", action="version", version="noema 0.1.0")
+    commands = _Commands(parser, "command", "COMMAND")  # listed by --help in this order
+
+    # ------------------------------------------------ memories: noema.cli._memory
+    p = commands.add("remember", cmd_remember, "remember something (or a JSONL file of things)")
+    p.add_argument("text", nargs="?", help="what to remember")
+    p.add_argument("--file", metavar="F.jsonl", type=path, help="one JSON object per line")
+    p.add_argument("--kind", choices=choices(MemoryKind))
+    p.add_argument("--epistemic", choices=choices(Epistemic))
+    p.add_argument("--channel", choices=choices(Channel))
+    p.add_argument("--key", metavar="KEY", help="subject key; a new value supersedes the old")
+    p.add_argument("--importance", type=float, metavar="X")
+    p.add_argument("--confidence", type=float, metavar="X")
+    p.add_argument("--valid-from", metavar="ISO", help="when it became true")
+    p.add_argument("--at", metavar="ISO", help="when the mind learned it (default: now)")
+    p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument("--force", action="store_true", help="write even below the policy's confidence")
+    p.add_argument(
+        "--redact-secrets",
+        action="store_true",
+        help="replace credentials with [REDACTED:kind] instead of refusing the text "
+        "(recommended for chat-log imports)",
+    )
+
+    p = commands.add("recall", cmd_recall, "recall memories, with the components of each score")
+    p.add_argument("query", help="what to look for")
+    p.add_argument("--limit", type=int, default=10, metavar="N")
+    p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
+    add_filters(p)
+    p.add_argument("--key", metavar="KEY")
+    p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
+    p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
+    p.add_argument("--strict", action="store_true", help="every query word must match")
+    p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
+    p.add_argument(
+        "--fusion", choices=["weighted", "rrf"], help="how lanes combine (default: the mind's)"
+    )
+    p.add_argument(
+        "--explore", action="store_true", help="Thompson sampling from each confidence posterior"
+    )
+    p.add_argument("--seed", type=int, metavar="N", help="repeatable --explore draws")
+    p.add_argument(
+        "--deep", action="store_true", help="rerank a wide pool with the mind's reranker (slower)"
+    )
+    p.add_argument(
+        "--tier",
+        choices=["summary", "standard", "full"],
+        help="print the results as a prompt block at this detail tier",
+    )
+
+    memory = commands.group(
+        "memory", "inspect and correct single memories", "memory_command", "ACTION"
+    )
+    p = memory.add("show", cmd_show, "a memory with its relationships and events")
+    p.add_argument("id")
+    p = memory.add("retract", cmd_retract, "mark a memory inaccurate (kept for provenance)")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p = memory.add("relate", cmd_relate, "add an edge: SRC RELATION DST")
+    p.add_argument("src")
+    p.add_argument("relation", choices=choices(Relation))
+    p.add_argument("dst")
+    p.add_argument("--confidence", type=float, default=1.0, metavar="X")
+    p = memory.add("feedback", cmd_feedback, "rate a memory from -1 (wrong, useless) to 1")
+    p.add_argument("id")
+    p.add_argument("value", type=float)
+    p.add_argument("--note")
+    memory.add("proposals", cmd_proposals, "pending same_as merge proposals")
+    for name, approve in (("approve", True), ("reject", False)):
+        p = memory.add(name, cmd_decide, f"{name} a merge proposal", approve=approve)
+        p.add_argument("id", help="the proposal's relationship id")
+    memory.add_json_options()
+
+    p = commands.add("events", cmd_events, "the event log, newest last")
+    p.add_argument("--memory", metavar="ID")
+    p.add_argument("--kind", action="append", default=[])
+    p.add_argument("--limit", type=int, metavar="N")
+
+    # ------------------------------------------------ the whole mind: noema.cli._maintenance
+    commands.add("decay", cmd_decay, "lower activation over time (never deletes)")
+    commands.add(
+        "embed-missing",
+        cmd_embed_missing,
+        "embed the memories that have no vector under the embedder's model",
+    )
+    commands.add(
+        "reindex",
+        cmd_reindex,
+        "rebuild every memory's entity links and expanded keys (graph, keys lanes)",
+    )
+    p = commands.add(
+        "verify", cmd_verify, "check the audit chain, and every memory and edge against its events"
+    )
+    p.add_argument(
+        "--against",
+        metavar="CHECKPOINT",
+        type=path,
+        help="a checkpoint file: its entry must still be there",
+    )
+    p = commands.add(
+        "checkpoint",
+        cmd_checkpoint,
+        "write the audit chain's head (to FILE or stdout); keep it outside the database",
+        json=False,
+    )
+    p.add_argument("file", nargs="?", type=path)
+    p = commands.add(
+        "export", cmd_export, "write the mind as JSONL (to FILE or stdout)", json=False
+    )
+    p.add_argument("file", nargs="?", type=path)
+    p = commands.add("import", cmd_import, "restore an export into an empty mind")
+    p.add_argument("file", type=path)
+    commands.add("stats", cmd_stats, "memory counts by kind and status")
+    commands.add("shell", cmd_shell, "an interactive remember/recall session", json=False)
+
+    # ------------------------------------------------ the workspace: noema.cli._run_observe
+    p = commands.add(
+        "run",
+        cmd_run,
+        "run the mind: observations (JSONL on stdin or --input) through the workspace",
+        json="print the events of each cycle as JSON",
+    )
+    p.add_argument(
+        "--input",
+        metavar="FILE",
+        type=path,
+        help="JSONL observations (default: stdin, or a prompt)",
+    )
+    p.add_argument("--cycles", type=int, metavar="N", help="stop after N cycles")
+    p.add_argument(
+        "--until-idle", action="store_true", help="after the input, cycle until nothing wins"
+    )
+    p = commands.add("observe", cmd_observe, "one observation through one workspace cycle")
+    p.add_argument("text")
+    p.add_argument("--channel", choices=choices(Channel), default=Channel.USER.value)
+
+    # ------------------------------------------------ forget: noema.cli._maintenance
+    p = commands.add(
+        "forget",
+        cmd_forget,
+        "delete memories for good (privacy): ids, --key, --containing or filters",
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
+    p.add_argument("--key", metavar="KEY", help="every memory with this key, any status")
+    p.add_argument(
+        "--containing",
+        metavar="TEXT",
+        help="every memory holding TEXT in any field, and every event that says it",
+    )
+    add_filters(p)
+    p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
+    p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
+
+    # ------------------------------------------------ other faces: noema.cli._faces
+    commands.add("mcp", cmd_mcp, "serve the mind's memory tools over MCP (stdio)", json=False)
+    p = commands.add(
+        "tui",
+        cmd_tui,
+        "inspect and correct the mind in a terminal UI (live beside `noema run`)",
+        json=False,
+    )
+    p.add_argument("--db", dest="tui_db", metavar="URL", help="as the global --db")
+    p.add_argument("--mind", dest="tui_mind", metavar="NAME", help="as the global --mind")
+    p.add_argument(
+        "--screen", choices=["workspace", "explorer"], default="workspace", help="first screen"
+    )
+    p.add_argument(
+        "--poll", type=float, default=1.0, metavar="SECONDS", help="how often to look for writes"
+    )
+    commands.add_json_options()
+    return parser
