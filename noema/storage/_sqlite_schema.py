@@ -20,18 +20,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from noema.storage import _schema as shared
 from noema.storage._migrations import Migration, Migrator
-from noema.storage._schema import (
-    EVENT_LOOKUPS,
-    INITIAL_SHARED,
-    SNAPSHOTS_AND_LEASES,
-    Types,
-    render,
-)
 from noema.storage._sqlite_text import create_missing_text_indexes
 
 #: SQLite's types in the templates of the tables both backends hold alike (``_schema``).
-_TYPES: Types = {
+_TYPES: shared.Types = {
     "id": "TEXT",
     "text": "TEXT",
     "real": "REAL",
@@ -100,12 +94,12 @@ MIGRATIONS: list[Migration] = [
                 VALUES ('delete', old.rowid, old.content);
         END;
 """
-        + render(INITIAL_SHARED, _TYPES),
+        + shared.render(shared.INITIAL_SHARED, _TYPES),
     ),
     (
         2,
         "workspace snapshots and job leases",
-        render(SNAPSHOTS_AND_LEASES, _TYPES),
+        shared.render(shared.SNAPSHOTS_AND_LEASES, _TYPES),
     ),
     (
         3,
@@ -182,7 +176,7 @@ MIGRATIONS: list[Migration] = [
         DROP TABLE memories_keys_fts;
         """,
     ),
-    (6, "audit entries by event, events by position", render(EVENT_LOOKUPS, _TYPES)),
+    (6, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
 ]
 
 

@@ -20,20 +20,14 @@ from typing import Any, Literal
 
 import psycopg
 
+from noema.storage import _schema as shared
 from noema.storage._migrations import Migration, Migrator
-from noema.storage._schema import (
-    EVENT_LOOKUPS,
-    INITIAL_SHARED,
-    SNAPSHOTS_AND_LEASES,
-    Types,
-    render,
-)
 from noema.storage.postgres.options import first_line, lock_key
 
 __all__ = ["MIGRATIONS", "migrate"]
 
 #: PostgreSQL's types in the templates of the tables both backends hold alike (``_schema``).
-_TYPES: Types = {
+_TYPES: shared.Types = {
     "id": 'text COLLATE "C"',
     "text": "text",
     "real": "double precision",
@@ -120,12 +114,12 @@ MIGRATIONS: list[Migration] = [
             tokens     bigint NOT NULL
         );
 """
-        + render(INITIAL_SHARED, _TYPES),
+        + shared.render(shared.INITIAL_SHARED, _TYPES),
     ),
     (
         2,
         "workspace snapshots and job leases",
-        render(SNAPSHOTS_AND_LEASES, _TYPES),
+        shared.render(shared.SNAPSHOTS_AND_LEASES, _TYPES),
     ),
     (
         3,
@@ -173,7 +167,7 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE text_stats ADD COLUMN keys_tokens bigint NOT NULL DEFAULT 0;
         """,
     ),
-    (5, "audit entries by event, events by position", render(EVENT_LOOKUPS, _TYPES)),
+    (5, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
 ]
 
 
