@@ -40,12 +40,12 @@ from noema._arguments import Count, Position, checked
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
-from noema.engine import Engine
 from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
 from noema.memory import consolidate as consolidation
 from noema.memory import upkeep
 from noema.memory.decay import DecayReport, run_decay
+from noema.memory.engine import Engine
 from noema.memory.policy import apply_secret_policy, screen_name
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.reader import recall_query
@@ -742,7 +742,7 @@ class Mind:
             on_job=on_job,
             handle_signals=handle_signals,
         )
-        return runtime.run(self, observations, options)
+        return runtime.run(self._engine, observations, options)
 
     async def arun(
         self,
@@ -814,7 +814,7 @@ class Mind:
             on_job=on_job,
             handle_signals=handle_signals,
         )
-        return await runtime.arun(self, observations, options)
+        return await runtime.arun(self._engine, observations, options)
 
     @checked
     def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:

@@ -38,11 +38,11 @@ from concepts import Observation
 from noema._arguments import Count, checked
 from noema.config import JobsConfig
 from noema.errors import InvalidInput, UsageError, from_validation
-from workspace import AttentionConfig, CycleReport, ProcessProtocol
+from noema.memory.engine import Engine
+from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
 
 if TYPE_CHECKING:
     from noema.jobs import JobRun, JobScheduler, JobStats
-    from noema.mind import Mind
 
 __all__ = [
     "MAX_IDLE_CYCLES",
@@ -245,7 +245,7 @@ def assemble_processes(
 
 
 def background_jobs(
-    mind: Mind,
+    engine: Engine,
     jobs: JobsConfig | None = None,
     *,
     chat_model: Any = None,
@@ -257,7 +257,7 @@ def background_jobs(
     mind has an embedder, ``embed-missing:<mind>``.
 
     Args:
-        mind: the mind the jobs run for.
+        engine: the parts of the mind the jobs run for (``Mind``'s engine).
         jobs: their intervals and lease (default: ``JobsConfig()``).
         chat_model: the chat model the reflect job consolidates with.
         on_run: called with every job run, in the job's thread.
@@ -268,8 +268,8 @@ def background_jobs(
         if on_run is not None:
             on_run(job_run)
 
-    scheduler = JobScheduler(mind.storage, jobs, clock=mind.clock, on_run=report)
-    built = builtin_jobs(mind._engine, chat_model=chat_model)
+    scheduler = JobScheduler(engine.storage, jobs, clock=engine.clock, on_run=report)
+    built = builtin_jobs(engine, chat_model=chat_model)
     for name, job in built.items():
         scheduler.register(name, job)
     return scheduler
@@ -278,8 +278,8 @@ def background_jobs(
 # ---------------------------------------------------------------- running
 
 
-def run(mind: Mind, observations: Source | None, options: RunOptions) -> RunReport:
-    """Run ``mind`` on a new event loop until the run stops (see ``arun``).
+def run(engine: Engine, observations: Source | None, options: RunOptions) -> RunReport:
+    """Run the mind of ``engine`` on a new event loop until the run stops (see ``arun``).
 
     Raises:
         UsageError: called inside a running event loop (await ``arun`` there).
@@ -292,14 +292,14 @@ def run(mind: Mind, observations: Source | None, options: RunOptions) -> RunRepo
     else:
         raise UsageError("run: an event loop is running here; use `await mind.arun(...)`")
     source = _source(observations, options)
-    return asyncio.run(_arun(mind, source, options))
+    return asyncio.run(_arun(engine, source, options))
 
 
-async def arun(mind: Mind, observations: Source | None, options: RunOptions) -> RunReport:
-    """Run ``mind``'s workspace and background jobs over ``observations``.
+async def arun(engine: Engine, observations: Source | None, options: RunOptions) -> RunReport:
+    """Run a mind's workspace and background jobs over ``observations``.
 
     Args:
-        mind: the mind run.
+        engine: the parts of the mind run (``Mind``'s engine).
         observations: an iterable or async iterable of observations (or their
             content, or mappings of their fields), one per cycle; a list or
             tuple is checked whole before the first cycle. ``None``: no input,
@@ -314,14 +314,15 @@ async def arun(mind: Mind, observations: Source | None, options: RunOptions) -> 
             bad item is raised when it is reached, after the cycles before it).
         UsageError: ``handle_signals`` outside the main thread.
     """
-    return await _arun(mind, _source(observations, options), options)
+    return await _arun(engine, _source(observations, options), options)
 
 
 async def _arun(
-    mind: Mind, source: AsyncGenerator[Observation, None] | None, options: RunOptions
+    engine: Engine, source: AsyncGenerator[Observation, None] | None, options: RunOptions
 ) -> RunReport:
     processes, plugin_errors = assemble_processes(options.plugins)
-    workspace = mind.workspace(
+    workspace = Workspace(
+        engine,
         processes,
         attention=options.attention,
         chat_model=options.chat_model,
@@ -376,7 +377,7 @@ async def _arun(
         started = True
         if options.jobs is not None:
             scheduler = background_jobs(
-                mind, options.jobs, chat_model=options.chat_model, on_run=options.on_job
+                engine, options.jobs, chat_model=options.chat_model, on_run=options.on_job
             )
             scheduler.start()
         if source is not None:

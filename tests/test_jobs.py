@@ -34,7 +34,6 @@ from noema import (
 )
 from noema.clock import SystemClock
 from noema.config import JobsConfig
-from noema.engine import Engine
 from noema.jobs import (
     BUILTIN_JOBS,
     JobOutcome,
@@ -46,6 +45,7 @@ from noema.jobs import (
     reflect_job,
 )
 from noema.memory.consolidate import ReflectReport
+from noema.memory.engine import Engine
 from noema.storage import Storage, open_storage, ops
 
 ROOT = Path(__file__).resolve().parents[1]

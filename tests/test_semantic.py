@@ -343,10 +343,10 @@ def test_noema_run_schedules_embed_missing_only_with_an_embedder(open_mind: Open
     from noema.runtime import background_jobs
 
     plain = open_mind("plain")
-    assert sorted(background_jobs(plain).names) == ["decay:plain", "reflect:plain"]
+    assert sorted(background_jobs(plain._engine).names) == ["decay:plain", "reflect:plain"]
     mind = open_mind("vectors", embedder="hash:16", config=MindConfig(embed_on_write=False))
     mind.remember_many([{"content": f"fact {i}"} for i in range(5)])
-    scheduler = background_jobs(mind)
+    scheduler = background_jobs(mind._engine)
     assert "embed-missing:vectors" in scheduler.names
     assert scheduler.interval("embed-missing:vectors") == 600.0
     scheduler.run_now("embed-missing:vectors")

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from noema.errors import NoemaError
 from noema.mind import Mind
 from tui.data import MindData
+from tui.screens._base import NoemaScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.explorer import ExplorerScreen
 from tui.screens.help import HelpScreen
@@ -119,6 +120,10 @@ class NoemaApp(App[None]):
     def show_memory(self, memory_id: str) -> None:
         """Open a memory's detail screen."""
         self.push_screen(DetailScreen(memory_id))
+
+    def on_noema_screen_show_memory(self, message: NoemaScreen.ShowMemory) -> None:
+        """A screen asked to open a memory."""
+        self.show_memory(message.memory_id)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every screen and every action of the screen on view, for the command palette."""

@@ -30,8 +30,8 @@ from concepts.models import check_event_kind
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
-from noema.engine import Engine
 from noema.errors import InvalidInput
+from noema.memory.engine import Engine
 from noema.memory.policy import screen_value
 from noema.memory.reader import MemoryReader
 

@@ -32,8 +32,8 @@ from concepts import (
 )
 from noema.clock import iso
 from noema.embeddings import Embedder
-from noema.engine import Engine
 from noema.errors import InvalidInput, PolicyViolation
+from noema.memory.engine import Engine
 from noema.memory.events import EventLog
 from noema.memory.policy import apply_secret_policy, secret_kinds
 from noema.storage import ops

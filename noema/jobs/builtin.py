@@ -24,8 +24,8 @@ from noema.memory.upkeep import embed_missing
 from noema.storage import Storage
 
 if TYPE_CHECKING:
-    from noema.engine import Engine
     from noema.jobs.scheduler import Job
+    from noema.memory.engine import Engine
 
 __all__ = [
     "BUILTIN_JOBS",

@@ -62,7 +62,7 @@ from noema.memory.grouping import (
 from noema.storage import ops
 
 if TYPE_CHECKING:
-    from noema.engine import Engine
+    from noema.memory.engine import Engine
 
 __all__ = [
     "DEFAULT_LIMIT",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from noema.engine import Engine
 from noema.errors import ConfigError
+from noema.memory.engine import Engine
 from noema.memory.reconciler import entity_refs, memory_keys
 from noema.storage import ops
 

@@ -188,7 +188,7 @@ class DetailScreen(DataScreen):
         """Enter on a relationship opens the memory at its other end."""
         edge = self._edge()
         if edge is not None:
-            self.noema.show_memory(edge.other_id)
+            self.show_memory(edge.other_id)
 
     # ------------------------------------------------------------ corrections
 
@@ -276,7 +276,7 @@ class DetailScreen(DataScreen):
             return
         self.notify("corrected: the new version supersedes this one")
         self.noema.poll()
-        self.noema.show_memory(new.id)
+        self.show_memory(new.id)
 
     def action_approve(self) -> None:
         """Approve the selected ``same_as`` merge (A): the proposer is archived into its target."""

@@ -247,7 +247,7 @@ class ExplorerScreen(DataScreen):
     def row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a result opens the memory's detail screen."""
         if event.row_key.value is not None:
-            self.noema.show_memory(event.row_key.value)
+            self.show_memory(event.row_key.value)
 
     def action_focus_query(self) -> None:
         """Move to the search box (/)."""

@@ -137,7 +137,7 @@ class WorkspaceScreen(DataScreen):
         """Enter on a candidate or broadcast that came from a memory opens that memory."""
         memory_id = self._memory_ids.get(str(event.row_key.value))
         if memory_id is not None:
-            self.noema.show_memory(memory_id)
+            self.show_memory(memory_id)
 
     def _key(self, key: str, memory_id: str | None) -> str:
         if memory_id is not None:

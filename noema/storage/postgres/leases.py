@@ -11,15 +11,12 @@ is taken over at once.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
 from noema.storage import _sql, ops
 from noema.storage.postgres.options import lock_key
-
-if TYPE_CHECKING:
-    from noema.storage.postgres.store import PostgresSession
 
 __all__ = ["Leases", "acquire_lease", "release_lease"]
 
@@ -69,16 +66,15 @@ class Leases:
             self._held.clear()
 
 
-def acquire_lease(s: PostgresSession, op: ops.AcquireLease) -> bool:
+def acquire_lease(s: _sql.SqlSession, leases: Leases, op: ops.AcquireLease) -> bool:
     """Take the lease's advisory lock, then its row (taken over if the lock was free)."""
-    leases = s.store.leases
     held = leases.holds(op.name)
     if not held and not leases.take(op.name):
         return False  # another live store holds it
     return _sql.acquire_lease(s, op, take_over=not held)
 
 
-def release_lease(s: PostgresSession, op: ops.ReleaseLease) -> None:
+def release_lease(s: _sql.SqlSession, leases: Leases, op: ops.ReleaseLease) -> None:
     """Delete the lease row if ``op.holder`` holds it, then release its advisory lock."""
     if _sql.drop_lease(s, op):
-        s.store.leases.give_back(op.name)
+        leases.give_back(op.name)

@@ -192,6 +192,14 @@ def _purge_memories(s: PostgresSession, op: ops.PurgeMemories) -> int:
     return len(gone)
 
 
+def _acquire_lease(s: PostgresSession, op: ops.AcquireLease) -> bool:
+    return leases.acquire_lease(s, s.store.leases, op)
+
+
+def _release_lease(s: PostgresSession, op: ops.ReleaseLease) -> None:
+    leases.release_lease(s, s.store.leases, op)
+
+
 _HANDLERS: dict[type[Any], Callable[[PostgresSession, Any], Any]] = {
     **_sql.SHARED_HANDLERS,
     ops.EnsureMind: _ensure_mind,
@@ -203,8 +211,8 @@ _HANDLERS: dict[type[Any], Callable[[PostgresSession, Any], Any]] = {
     ops.SearchVectors: vectors.search_vectors,
     ops.PutEntities: _put_entities,
     ops.SearchEntities: _search_entities,
-    ops.AcquireLease: leases.acquire_lease,
-    ops.ReleaseLease: leases.release_lease,
+    ops.AcquireLease: _acquire_lease,
+    ops.ReleaseLease: _release_lease,
     ops.PurgeMemories: _purge_memories,
     ops.TombstoneEvents: _sql.tombstone_events,
 }

@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -25,9 +25,6 @@ from concepts import Memory
 from noema.storage import ops
 from noema.storage._dialect import POSTGRES, filter_sql
 from noema.storage._rows import MEMORY_SELECT, memory_from_row
-
-if TYPE_CHECKING:
-    from noema.storage.postgres.store import PostgresSession
 
 __all__ = [
     "WordStats",
@@ -38,6 +35,42 @@ __all__ = [
     "token_count",
     "uncount",
 ]
+
+
+class _Store(Protocol):
+    @property
+    def words(self) -> WordStats: ...
+
+
+class Session(Protocol):
+    """What the text handlers use of a PostgreSQL session (``store.Session``)."""
+
+    @property
+    def store(self) -> _Store:
+        """The store the session belongs to."""
+        ...
+
+    @property
+    def cur(self) -> psycopg.Cursor[Any]:
+        """The session's cursor."""
+        ...
+
+    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row ``query`` returns."""
+        ...
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; how many rows it changed."""
+        ...
+
+    def many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement per row of parameters."""
+        ...
+
+    def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        """Memories by their ``seq``."""
+        ...
+
 
 #: A word in at least this many memories is "common" (SQLite also counts 2% of
 #: the table; here the cut stays at 2,000, so no query ranks more matches than that).
@@ -124,7 +157,7 @@ class WordStats:
 # ---------------------------------------------------------------- statistics upkeep
 
 
-def count_new(s: PostgresSession, memories: Sequence[Memory]) -> None:
+def count_new(s: Session, memories: Sequence[Memory]) -> None:
     """Add just-inserted memories to their minds' documents and tokens."""
     stats: dict[str, list[int]] = {}
     for memory in memories:
@@ -142,7 +175,7 @@ def count_new(s: PostgresSession, memories: Sequence[Memory]) -> None:
     )
 
 
-def recount_keys(s: PostgresSession, mind_id: str, rekeyed: Sequence[tuple[str, str]]) -> None:
+def recount_keys(s: Session, mind_id: str, rekeyed: Sequence[tuple[str, str]]) -> None:
     """Follow ``(memory id, new keys)`` in the mind's token total of keys, before they are set.
 
     The generated ``keys_tsv`` follows by itself. The mind's lock is held, so
@@ -167,7 +200,7 @@ def recount_keys(s: PostgresSession, mind_id: str, rekeyed: Sequence[tuple[str, 
         )
 
 
-def uncount(s: PostgresSession, mind_id: str, gone: Sequence[tuple[str, str]]) -> None:
+def uncount(s: Session, mind_id: str, gone: Sequence[tuple[str, str]]) -> None:
     """Take deleted memories, as ``(content, keys)``, out of the mind's statistics."""
     if not gone:
         return
@@ -195,7 +228,7 @@ def _tsquery(terms: Sequence[str], strict: bool, params: list[Any]) -> str:
 
 
 def _term_counts(
-    s: PostgresSession, mind_id: str, terms: Sequence[str], column: str, tokens_column: str
+    s: Session, mind_id: str, terms: Sequence[str], column: str, tokens_column: str
 ) -> tuple[int, int, list[tuple[str, list[str], int]]]:
     """The mind's documents and tokens, and per term ``(term, lexemes, documents)``.
 
@@ -226,7 +259,7 @@ def _term_counts(
     return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
 
 
-def search_text(s: PostgresSession, op: ops.SearchText) -> list[tuple[Memory, float]]:
+def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     """BM25 as SQLite computes it, over the matches ``ts_rank_cd`` ranks best.
 
     Any-term queries drop common words when rarer ones remain; when every word is

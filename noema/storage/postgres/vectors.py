@@ -15,7 +15,8 @@ import hashlib
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -32,9 +33,6 @@ from noema.storage._dialect import POSTGRES, filter_sql
 from noema.storage._rows import unit_query, vector_matrix
 from noema.storage.postgres.options import PostgresOptions, lock_key
 
-if TYPE_CHECKING:
-    from noema.storage.postgres.store import PostgresSession
-
 __all__ = [
     "HnswIndexes",
     "get_vectors",
@@ -44,6 +42,54 @@ __all__ = [
     "register_vector_types",
     "search_vectors",
 ]
+
+
+class _Store(Protocol):
+    @property
+    def options(self) -> PostgresOptions: ...
+
+    @property
+    def pgvector(self) -> bool: ...
+
+    @property
+    def pgvector_version(self) -> tuple[int, ...] | None: ...
+
+    @property
+    def indexes(self) -> HnswIndexes: ...
+
+
+class Session(Protocol):
+    """What the vector handlers use of a PostgreSQL session (``store.Session``)."""
+
+    inserted: int
+
+    @property
+    def store(self) -> _Store:
+        """The store the session belongs to."""
+        ...
+
+    @property
+    def write(self) -> bool:
+        """Whether the session may write."""
+        ...
+
+    @property
+    def cur(self) -> psycopg.Cursor[Any]:
+        """The session's cursor."""
+        ...
+
+    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row ``query`` returns, or ``None``."""
+        ...
+
+    def execute(self, query: str | sql.Composed, params: Sequence[Any] = ()) -> int:
+        """Run one statement (text or composed SQL); how many rows it changed."""
+        ...
+
+    def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        """Memories by their ``seq``."""
+        ...
+
 
 #: The oldest pgvector Noema runs on: the first with HNSW indexes.
 PGVECTOR_MIN_VERSION = (0, 5, 0)
@@ -116,7 +162,7 @@ def _as_array(value: Any) -> np.ndarray:
 # ---------------------------------------------------------------- the table
 
 
-def put_vectors(s: PostgresSession, op: ops.PutVectors) -> None:
+def put_vectors(s: Session, op: ops.PutVectors) -> None:
     """Store (or replace) the op's vectors: a binary ``COPY``, replacements via a staging table."""
     vectors = vector_matrix(op.ids, op.vectors)
     if not len(op.ids):
@@ -165,7 +211,7 @@ def put_vectors(s: PostgresSession, op: ops.PutVectors) -> None:
         )
 
 
-def get_vectors(s: PostgresSession, op: ops.GetVectors) -> dict[str, np.ndarray]:
+def get_vectors(s: Session, op: ops.GetVectors) -> dict[str, np.ndarray]:
     """The vectors under ``(model, dims)`` of those of ``op.ids`` that have one, by memory id."""
     unique = list(dict.fromkeys(op.ids))
     if not unique:
@@ -183,7 +229,7 @@ def get_vectors(s: PostgresSession, op: ops.GetVectors) -> dict[str, np.ndarray]
 # ---------------------------------------------------------------- search
 
 
-def search_vectors(s: PostgresSession, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
+def search_vectors(s: Session, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
     """The nearest memories to ``op.query`` passing the filters, by exact cosine, best first."""
     query = unit_query(op.query)
     if query is None:
@@ -236,7 +282,7 @@ def search_vectors(s: PostgresSession, op: ops.SearchVectors) -> list[tuple[Memo
 
 
 def _nearest_without_iterative_scan(
-    s: PostgresSession,
+    s: Session,
     base: sql.Composable,
     key: sql.Composable,
     distance: sql.Composable,
@@ -283,7 +329,7 @@ class HnswIndexes:
         self._not_due: dict[tuple[str, int], float] = {}  # key -> when to count again
         self._lock = threading.Lock()
 
-    def ensure(self, s: PostgresSession, model: str, dims: int) -> bool:
+    def ensure(self, s: Session, model: str, dims: int) -> bool:
         """Whether an HNSW index serves ``(model, dims)``, building it when one is due.
 
         Built on its own connection (so a read session may ask for it), under a
