@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from concepts import (
     CHANNEL_TRUST,
     EPISTEMIC_WEIGHT,
@@ -28,6 +30,7 @@ class Attend(Process):
     """
 
     name = "attend"
+    cooperative = True
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
         """Propose each observation of the cycle."""
@@ -69,4 +72,5 @@ class Attend(Process):
             at=candidate.payload["at"],
             payload=candidate.payload.get("payload") or {},
         )
-        ctx.remember([memory], origin_event=candidate.payload["observation_event"])
+        origin = candidate.payload["observation_event"]
+        await asyncio.to_thread(ctx.remember, [memory], origin_event=origin)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from concepts import Candidate, WorkingMemoryItem
 from noema.clock import SystemClock
@@ -30,6 +30,12 @@ class Process:
     """
 
     name: str = "process"
+    #: ``True`` when every blocking call of this process's hooks is awaited in a
+    #: worker thread (``await asyncio.to_thread(ctx.remember, ...)``), as the
+    #: built-ins do: its hooks then run on the workspace's own loop, which saves a
+    #: hand-over between threads per hook. ``False`` (the default, and the safe
+    #: choice): its hooks run on a loop of its own in a worker thread.
+    cooperative: ClassVar[bool] = False
 
     async def on_start(self, ctx: ProcessContext) -> None:
         """Once, before the first cycle (after a restart too)."""

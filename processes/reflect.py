@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from concepts import Candidate, Memory
 from noema.errors import InvalidInput
 from noema.memory.consolidate import DEFAULT_LIMIT, ReflectReport, check_options
-from noema.memory.grouping import DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED
+from noema.memory.grouping import DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED, prepare
 from processes.base import Process
 from workspace import ProcessContext
 
@@ -51,6 +51,7 @@ class Reflect(Process):
     """
 
     name = "reflect"
+    cooperative = True  # consolidation runs in a thread of its own
 
     def __init__(
         self,
@@ -102,6 +103,10 @@ class Reflect(Process):
         running = self._running
         if running is not None:
             await asyncio.wait({asyncio.wrap_future(running)})
+
+    async def on_start(self, ctx: ProcessContext) -> None:
+        """Load the grouping's graph library before the first cycle, not during one."""
+        await asyncio.to_thread(prepare)
 
     async def on_stop(self, ctx: ProcessContext) -> None:
         """Let a running consolidation finish its writes before the mind stops."""

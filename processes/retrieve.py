@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from concepts import Candidate, RecallQuery, RecallResult, WorkingMemoryItem
 from processes.base import Process
 from workspace import ProcessContext
@@ -23,6 +25,7 @@ class Retrieve(Process):
     """
 
     name = "retrieve"
+    cooperative = True
 
     def __init__(self, limit: int = 3) -> None:
         self.limit = limit
@@ -36,7 +39,7 @@ class Retrieve(Process):
         for percept in ctx.percepts:
             query = percept.observation.content
             request = RecallQuery(text=query, limit=self.limit, peek=True)
-            for result in ctx.memory.recall(request):
+            for result in await asyncio.to_thread(ctx.memory.recall, request):
                 memory = result.memory
                 if memory.id in held:  # already in mind: nothing to bring back
                     continue
@@ -58,4 +61,4 @@ class Retrieve(Process):
         proposed = self._proposed.get(item.candidate.id)
         if proposed is not None:
             result, query = proposed
-            ctx.admit([result], query)
+            await asyncio.to_thread(ctx.admit, [result], query)

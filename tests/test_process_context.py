@@ -27,6 +27,8 @@ from noema import (
     PolicyViolation,
     Process,
     ProcessContext,
+    Reflect,
+    Retrieve,
     WorkingMemoryItem,
     WritePolicy,
 )
@@ -259,3 +261,37 @@ def test_a_process_keeps_its_own_loop_between_hooks(mind: Mind) -> None:
     own = asyncio.run(run())
     assert len(looped.loops) == 1 and own not in looped.loops
     assert looped.threads == {"noema-process-looped"}
+
+
+class CooperativeBlocking(Blocking):
+    """Awaits its blocking call in a worker thread, as the built-ins do with the database."""
+
+    name = "cooperative"
+    cooperative = True
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        self.entered += 1
+        await asyncio.to_thread(self.release.wait, 30)
+        return []
+
+
+def test_a_cooperative_hook_blocked_in_an_awaited_call_is_timed_out_on_the_loop(
+    mind: Mind,
+) -> None:
+    assert Attend.cooperative and Retrieve.cooperative and Reflect.cooperative
+    blocking = CooperativeBlocking()
+
+    async def run() -> list[list[str]]:
+        workspace = mind.workspace([Attend(), blocking], timeout=0.3, max_failures=2)
+        failures = []
+        for n in range(3):
+            report = await workspace.step([Observation(content=f"observation number {n}")])
+            failures.append(report.failures)
+        blocking.release.set()
+        await workspace.stop()
+        return failures
+
+    failures = asyncio.run(run())
+    # Cancelled at its await, it is called again next cycle (no thread of its own to queue on).
+    assert failures == [["cooperative"], ["cooperative"], []]
+    assert blocking.entered == 2 and mind.stats()["total"] == 3

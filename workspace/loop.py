@@ -8,14 +8,17 @@ SIGKILL) resumes from the last completed cycle.
 
 Each process's hooks run on its own event loop in a worker thread
 (``workspace.runner``), so a hook blocked in a synchronous call is timed out
-like a slow one. A process that raises or times out costs a ``process_failed``
-event; after ``max_failures`` it is quarantined (``process_quarantined``) and
-skipped, and the mind keeps running. Events a process emits
-(``ctx.emit``) are written with its cycle's events.
+like a slow one; a ``cooperative`` process (the built-ins) awaits its blocking
+calls in worker threads itself, and its hooks run on the workspace's loop.
+A process that raises or times out costs a ``process_failed`` event; after
+``max_failures`` it is quarantined (``process_quarantined``) and skipped, and
+the mind keeps running. Events a process emits (``ctx.emit``) are written with
+its cycle's events.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,7 +117,7 @@ class Workspace:
             raise InvalidInput(f"processes: names must be unique, got {names}")
         self._engine = engine
         self.ctx = ProcessContext.create(engine, chat_model=chat_model, embedder=embedder)
-        self._runners = {name: HookRunner(name) for name in names}
+        self._runners = {name: HookRunner(name) for name in names}  # started on first use
         self.processes = list(processes)
         self.attention = attention or AttentionConfig()
         self.timeout = timeout
@@ -305,13 +308,17 @@ class Workspace:
         """Run one hook with a timeout; a failure is logged and counted, never raised.
 
         The hook gets the context as handed to its process (``ctx.process`` is
-        its name); it runs on the process's own loop, in its own thread.
+        its name). It runs on the process's own loop, in its own thread, unless
+        the process is ``cooperative`` (it awaits every blocking call in a worker
+        thread, as the built-ins do): then on this loop, saving the hand-over.
         """
         *rest, ctx = args
+        call = getattr(process, hook)
+        mine = ctx.for_process(process.name)
         try:
-            return await self._runners[process.name].call(
-                getattr(process, hook), *rest, ctx.for_process(process.name), timeout=self.timeout
-            )
+            if getattr(process, "cooperative", False):  # its blocking calls are awaited in threads
+                return await asyncio.wait_for(call(*rest, mine), self.timeout)
+            return await self._runners[process.name].call(call, *rest, mine, timeout=self.timeout)
         except Exception as exc:  # a plugin may raise anything
             error = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
             count = self.failures.get(process.name, 0) + 1
