@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 
@@ -69,6 +70,34 @@ class Status(StrEnum):
     ARCHIVED = "archived"
 
 
+class Lifecycle(StrEnum):
+    """How far a memory is trusted as knowledge, beside its status (ADR 0017).
+
+    ``candidate``: derived or extracted (reflect, model output, a low-trust
+    channel), awaiting confirmation. ``active``: stated, not yet confirmed.
+    ``verified``: operator-entered, approved, or confirmed by a repeated
+    observation. ``stale``: its confidence faded below the mind's threshold (set
+    by the ``decay`` job). ``rejected``: an operator said it is not knowledge; like a
+    retracted memory it leaves normal recall.
+    """
+
+    ACTIVE = "active"
+    CANDIDATE = "candidate"
+    VERIFIED = "verified"
+    STALE = "stale"
+    REJECTED = "rejected"
+
+
+#: The lifecycle's ``status`` recall signal, in the spirit of FormicOS's defaults.
+LIFECYCLE_SIGNAL: dict[Lifecycle, float] = {
+    Lifecycle.VERIFIED: 1.0,
+    Lifecycle.ACTIVE: 0.8,
+    Lifecycle.CANDIDATE: 0.5,
+    Lifecycle.STALE: 0.0,
+    Lifecycle.REJECTED: 0.0,
+}
+
+
 class Relation(StrEnum):
     """The kinds of edge between two memories of one mind."""
 
@@ -85,7 +114,11 @@ class Relation(StrEnum):
 
 
 class RelationStatus(StrEnum):
-    """An edge is ``active``; a ``same_as`` edge starts ``proposed`` until an operator decides."""
+    """An edge is ``active``; a ``proposed`` one waits for an operator to decide.
+
+    A ``same_as`` edge always starts proposed, and so do the ``supersedes`` and
+    ``contradicts`` edges that write-time detection stages.
+    """
 
     ACTIVE = "active"
     PROPOSED = "proposed"
@@ -104,6 +137,8 @@ class EventKind(StrEnum):
     MEMORY_RETRACTED = "memory_retracted"
     MEMORY_MERGED = "memory_merged"
     MEMORY_PURGED = "memory_purged"
+    MEMORY_LIFECYCLE = "memory_lifecycle_changed"
+    MEMORY_RESTORED = "memory_restored"
     RELATIONSHIP_CREATED = "relationship_created"
     FEEDBACK_GIVEN = "feedback_given"
     OPERATOR_ACTION = "operator_action"
@@ -136,6 +171,66 @@ EPISTEMIC_WEIGHT: dict[Epistemic, float] = {
     Epistemic.ASSUMPTION: 0.45,
     Epistemic.OPINION: 0.4,
 }
+
+
+class ConfidenceTier(StrEnum):
+    """How much a memory's confidence posterior can be relied on (``confidence_tier``)."""
+
+    HIGH = "high"
+    MODERATE = "moderate"
+    LOW = "low"
+    EXPLORATORY = "exploratory"
+    STALE = "stale"
+
+
+#: Below this faded confidence a memory is stale (its tier; the ``decay`` job's lifecycle).
+STALE_CONFIDENCE = 0.3
+#: A 95% interval wider than this says too little evidence to rank a memory as known.
+EXPLORATORY_WIDTH = 0.5
+#: Mean and widest interval of the ``high`` tier; lowest mean of ``moderate``.
+HIGH_MEAN, HIGH_WIDTH = 0.8, 0.4
+MODERATE_MEAN = 0.6
+
+
+def interval_width(alpha: float, beta: float) -> float:
+    """Width of the central 95% interval of Beta(alpha, beta), by the normal approximation."""
+    n = alpha + beta
+    mean = alpha / n
+    return min(2 * 1.959964 * math.sqrt(mean * (1 - mean) / (n + 1)), 1.0)
+
+
+def confidence_tier(
+    alpha: float, beta: float, *, fade: float = 1.0, lifecycle: Lifecycle = Lifecycle.ACTIVE
+) -> ConfidenceTier:
+    """The tier of a Beta(alpha, beta) confidence posterior.
+
+    ``stale`` when the lifecycle says so or the mean times ``fade`` (what is
+    left of it at query time) is below ``STALE_CONFIDENCE``; ``exploratory``
+    when the 95% interval is wider than ``EXPLORATORY_WIDTH`` (the Beta(5, 5)
+    prior alone is); ``high`` for a mean of at least ``HIGH_MEAN`` with an
+    interval of at most ``HIGH_WIDTH``; ``moderate`` from ``MODERATE_MEAN``;
+    else ``low``.
+
+    Args:
+        alpha: The posterior's first shape (> 0).
+        beta: Its second shape (> 0).
+        fade: The share of confidence the memory's decay class leaves now.
+        lifecycle: The memory's lifecycle.
+
+    Returns:
+        The tier.
+    """
+    mean = alpha / (alpha + beta)
+    if lifecycle == Lifecycle.STALE or mean * fade < STALE_CONFIDENCE:
+        return ConfidenceTier.STALE
+    width = interval_width(alpha, beta)
+    if width > EXPLORATORY_WIDTH:
+        return ConfidenceTier.EXPLORATORY
+    if mean * fade >= HIGH_MEAN and width <= HIGH_WIDTH:
+        return ConfidenceTier.HIGH
+    if mean * fade >= MODERATE_MEAN:
+        return ConfidenceTier.MODERATE
+    return ConfidenceTier.LOW
 
 
 def credibility(channel: Channel, epistemic: Epistemic) -> float:

@@ -20,6 +20,7 @@ from concepts.enums import (
     DecayClass,
     Epistemic,
     EventKind,
+    Lifecycle,
     MemoryKind,
     Relation,
     RelationStatus,
@@ -170,6 +171,18 @@ class MemoryInput(BaseModel):
     valid_from: UtcDatetime | None = None
     at: UtcDatetime | None = None
     links: tuple[Link, ...] = ()
+    #: ``None``: the reconciler decides (verified from the operator; candidate from a
+    #: low-trust channel, an inference or a derived memory; else active).
+    lifecycle: Lifecycle | None = None
+
+    @field_validator("lifecycle")
+    @classmethod
+    def _lifecycle(cls, value: Lifecycle | None) -> Lifecycle | None:
+        if value in (Lifecycle.STALE, Lifecycle.REJECTED):
+            raise ValueError(
+                f"a new memory cannot be {value.value}: only a job or an operator says so"
+            )
+        return value
 
     @field_validator("content")
     @classmethod
@@ -249,6 +262,7 @@ class Memory(BaseModel):
     feedback_mean: float = Field(default=0.0, ge=-1.0, le=1.0)
     decay: DecayClass = DecayClass.STABLE
     keys: str = ""
+    lifecycle: Lifecycle = Lifecycle.ACTIVE
 
 
 class Relationship(BaseModel):
@@ -266,6 +280,8 @@ class Relationship(BaseModel):
     status: RelationStatus = RelationStatus.ACTIVE
     created_at: UtcDatetime
     decided_at: UtcDatetime | None = None
+    #: Why the edge was staged, when a rule proposed it (the rule and what it saw).
+    evidence: dict[str, Any] = Field(default_factory=dict)
 
 
 _BUILTIN_EVENTS = frozenset(kind.value for kind in EventKind)
@@ -320,6 +336,10 @@ class MindInfo(BaseModel):
     created_at: UtcDatetime
 
 
+#: The lifecycles normal recall returns: all but ``rejected``.
+RECALLED_LIFECYCLES = tuple(c for c in Lifecycle if c != Lifecycle.REJECTED)
+
+
 class RecallFilters(BaseModel):
     """What a recall may return. Empty lists mean "any"; ``matches`` states the rules."""
 
@@ -328,6 +348,8 @@ class RecallFilters(BaseModel):
     kinds: tuple[MemoryKind, ...] = ()
     epistemics: tuple[Epistemic, ...] = ()
     statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    #: Rejected memories leave normal recall, as retracted ones do.
+    lifecycles: tuple[Lifecycle, ...] = RECALLED_LIFECYCLES
     channels: tuple[Channel, ...] = ()
     tags: Tags = ()
     key: Key | None = None
@@ -344,13 +366,20 @@ class RecallFilters(BaseModel):
             raise ValueError("statuses is empty: name at least one status")
         return value
 
+    @field_validator("lifecycles")
+    @classmethod
+    def _lifecycles(cls, value: tuple[Lifecycle, ...]) -> tuple[Lifecycle, ...]:
+        if not value:
+            raise ValueError("lifecycles is empty: name at least one lifecycle")
+        return tuple(sorted(set(value), key=list(Lifecycle).index))
+
     def matches(self, memory: Memory, as_of: datetime | None = None) -> bool:
         """Whether ``memory`` is one these filters (and ``as_of``) let a recall return.
 
         The rules every storage backend's filtering follows, written once: a
         memory matches when all of these hold.
 
-        - its status is one of ``statuses``;
+        - its status is one of ``statuses`` and its lifecycle one of ``lifecycles``;
         - its kind, epistemic kind and channel are among ``kinds``,
           ``epistemics`` and ``channels`` (an empty tuple admits any);
         - its key equals ``key``, when ``key`` is set;
@@ -370,7 +399,7 @@ class RecallFilters(BaseModel):
         Returns:
             True when every rule holds.
         """
-        if memory.status not in self.statuses:
+        if memory.status not in self.statuses or memory.lifecycle not in self.lifecycles:
             return False
         if self.kinds and memory.kind not in self.kinds:
             return False

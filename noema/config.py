@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from concepts import STALE_CONFIDENCE
 from noema.errors import ConfigError, from_validation
 
 __all__ = [
@@ -66,6 +67,10 @@ class RecallWeights(BaseModel):
     entity: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
     time: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
     dated: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The lifecycle's signal (verified 1.0, active 0.8, candidate 0.5, stale 0.0).
+    status: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Co-occurrence with the query's other strong results (``noema.memory.cooccurrence``).
+    cooccurrence: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
         """The weights in use: without vectors the vector weight moves to text.
@@ -142,6 +147,11 @@ class MindConfig(BaseModel):
     initial_activation: float = Field(default=DEFAULT_INITIAL_ACTIVATION, ge=0.0, le=1.0)
     reinforce_gain: float = Field(default=DEFAULT_REINFORCE_GAIN, ge=0.0, le=1.0)
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
+    #: Co-occurrence weights halve in this many days from their last update.
+    cooccurrence_half_life_days: float = Field(default=30.0, gt=0)
+    #: The ``decay`` job marks active and candidate memories stale below this
+    #: faded confidence.
+    stale_confidence: float = Field(default=STALE_CONFIDENCE, ge=0.0, le=1.0)
 
 
 class JobsConfig(BaseModel):

@@ -19,6 +19,7 @@ from concepts import (
     Epistemic,
     Event,
     EventKind,
+    Lifecycle,
     Link,
     Memory,
     MemoryInput,
@@ -229,11 +230,14 @@ class Mind:
         links: Sequence[Link | tuple[Relation | str, str]] = (),
         force: bool = False,
         origin_event: str | None = None,
+        lifecycle: Lifecycle | str | None = None,
     ) -> Memory:
         """Remember one thing; identical active content is reinforced and returned instead.
 
         ``decay`` (``ephemeral``, ``stable``, ``permanent``) sets how fast its
-        confidence fades at query time.
+        confidence fades at query time. ``lifecycle`` (``active``, ``candidate``,
+        ``verified``; ``None``: by channel, epistemic kind and links) is where its
+        trust as knowledge starts.
         """
         try:
             built_links = tuple(
@@ -259,6 +263,7 @@ class Mind:
                 "payload": dict(payload or {}),
                 "summary": summary,
                 "links": built_links,
+                "lifecycle": lifecycle,
             }
         )
         return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
@@ -362,19 +367,48 @@ class Mind:
         return self._reconciler.feedback(memory_id, value, note=note)
 
     def proposals(self) -> list[Relationship]:
-        """Pending ``same_as`` merge proposals."""
+        """Pending proposals, oldest first, each with its evidence.
+
+        ``same_as`` merges, and the ``supersedes`` and ``contradicts`` edges that
+        write-time detection staged.
+        """
         with self.storage.transaction(write=False) as session:
-            return session.run(ops.FindRelationships(self.id, statuses=[RelationStatus.PROPOSED]))
+            found = session.run(ops.FindRelationships(self.id, statuses=[RelationStatus.PROPOSED]))
+        return sorted(found, key=lambda edge: (edge.created_at, edge.id))
 
     @checked
     def approve(self, relationship_id: str) -> Relationship:
-        """Approve a merge proposal: the proposing memory is archived into its target."""
+        """Approve a proposal and do what it says.
+
+        A merge archives the proposing memory into its target, a ``supersedes``
+        closes its target, a ``contradicts`` flags the pair.
+        """
         return self._reconciler.decide(relationship_id, approve=True)
 
     @checked
     def reject(self, relationship_id: str) -> Relationship:
-        """Reject a merge proposal; both memories stay as they are."""
+        """Reject a pending proposal; both memories stay as they are."""
         return self._reconciler.decide(relationship_id, approve=False)
+
+    @checked
+    def verify_memory(self, memory_id: str, *, reason: Note = "verified by the operator") -> Memory:
+        """Mark a memory verified knowledge (its ``status`` component ranks it highest)."""
+        return self._reconciler.set_lifecycle(memory_id, "verify", reason=reason)
+
+    @checked
+    def reject_memory(self, memory_id: str, *, reason: Note) -> Memory:
+        """Reject a memory: it leaves normal recall as a retracted one does.
+
+        When it was the active value of a key, the value it replaced is reopened.
+        """
+        return self._reconciler.set_lifecycle(memory_id, "reject", reason=reason)
+
+    @checked
+    def reinstate_memory(
+        self, memory_id: str, *, reason: Note = "reinstated by the operator"
+    ) -> Memory:
+        """Take a rejected or stale memory back into the mind's active knowledge."""
+        return self._reconciler.set_lifecycle(memory_id, "reinstate", reason=reason)
 
     # ------------------------------------------------------------ purge
 
@@ -428,6 +462,7 @@ class Mind:
             else dict(filters)
         )
         fields.setdefault("statuses", tuple(Status))
+        fields.setdefault("lifecycles", tuple(Lifecycle))
         try:
             return RecallFilters.model_validate(fields)
         except ValidationError as exc:

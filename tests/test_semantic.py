@@ -173,8 +173,12 @@ def test_rrf_sums_reciprocal_ranks_of_the_lanes(open_mind: OpenMind, clock: Manu
     assert results[0].memory.content == "Caroline joined the pottery class"
     for result in results:
         assert score_reproduces(result)
-        assert set(result.components) <= {"text", "vector", "graph"}
-        for value in result.components.values():
+        assert set(result.components) <= {"text", "vector", "graph", "status"}
+        # The lifecycle counts as its weight at a lane's first place (active: 0.8).
+        assert result.components["status"] == pytest.approx(0.05 * 0.8 / 61)
+        for lane, value in result.components.items():
+            if lane == "status":
+                continue
             rank = round(1 / value - 60)
             assert rank >= 1 and value == pytest.approx(1 / (60 + rank))
     # The top memory is first in the text and vector lanes (the graph lane ranks
@@ -302,7 +306,7 @@ def test_embed_missing_command(store_url: str, capsys: pytest.CaptureFixture[str
     args = ["--db", store_url, "--embedder", "hash:16", "recall", "Ada", "--fusion", "rrf"]
     assert main([*args, "--json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)
-    assert set(result["components"]) == {"text", "vector", "graph"}
+    assert set(result["components"]) == {"text", "vector", "graph", "status"}
     assert main([*args, "--tier", "summary"]) == 0
     assert "- Ada codes (claim, confidence 0.80)" in capsys.readouterr().out
 

@@ -40,6 +40,7 @@ OTHER_WORD = {
     "channel": "operator",
     "status": "archived",
     "decay": "ephemeral",
+    "lifecycle": "verified",
     "relation": "contradicts",
     "source": "operator",
 }
@@ -153,7 +154,7 @@ def test_every_memory_column_that_matters_is_verified(
     for column in replayed:
         assert f"{column} differs from its events" in said[column], (column, said[column])
     fixed = ("channel", "credibility", "importance", "tags", "payload", "valid_from", "summary")
-    for column in (*fixed, "epistemic", "trust", "salience", "recorded_at", "decay"):
+    for column in (*fixed, "epistemic", "trust", "salience", "recorded_at", "decay", "lifecycle"):
         assert f"{column} differs from its events" in said[column], (column, said[column])
 
 
@@ -172,6 +173,7 @@ def test_every_relationship_column_that_matters_is_verified(
     assert missed == [], f"verify did not notice a change of {missed}"
     assert "confidence differs from its events" in said["confidence"]
     assert "decided_at differs from its events" in said["decided_at"]
+    assert "evidence differs from its events" in said["evidence"]
 
 
 def test_a_relationship_added_behind_noemas_back_is_found(

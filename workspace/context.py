@@ -158,8 +158,12 @@ class ProcessContext:
         )
 
     def admit(self, results: Sequence[RecallResult], query: str) -> None:
-        """Reinforce recalled memories that won attention, logging ``memory_retrieved``."""
-        self._engine.recaller.admit(list(results), query)
+        """Reinforce recalled memories that won attention, logging ``memory_retrieved``.
+
+        Each co-occurs with the memories already in working memory.
+        """
+        held = [i.candidate.memory_id for i in self.working_memory if i.candidate.memory_id]
+        self._engine.recaller.admit(list(results), query, together=held)
 
     def consolidate(self, **options: Any) -> ReflectReport:
         """Consolidate the mind's unconsolidated episodes now, with the workspace's chat model.

@@ -183,4 +183,5 @@ def created_payload(memory: Memory) -> dict[str, Any]:
         "beta": memory.beta,
         "confidence": memory.confidence,
         "activation": memory.activation,
+        "lifecycle": memory.lifecycle.value,
     }

@@ -1,14 +1,21 @@
-"""The decay job: lowers activation, never deletes or changes content (DESIGN section 3)."""
+"""The decay job: lowers activation, never deletes or changes content (DESIGN section 3).
+
+It also finds what has gone stale: an active or candidate memory whose
+confidence, faded by its decay class, is below the mind's ``stale_confidence``
+becomes ``stale`` through the reconciler (an event and an audit entry each).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concepts import EventKind, MindInfo
+from concepts import EventKind, Lifecycle, MindInfo, RecallFilters
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.memory.activation import decayed
 from noema.memory.events import EventLog
+from noema.memory.reconciler import Reconciler
+from noema.memory.scoring import confidence_fade
 from noema.storage import Storage, ops
 
 __all__ = ["DecayReport", "run_decay"]
@@ -18,10 +25,11 @@ _CHUNK = 5_000
 
 @dataclass(frozen=True)
 class DecayReport:
-    """How many memories a decay run looked at and how many it lowered."""
+    """How many memories a decay run looked at, how many it lowered and marked stale."""
 
     scanned: int
     decayed: int
+    stale: int = 0
 
 
 def run_decay(storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> DecayReport:
@@ -59,4 +67,25 @@ def run_decay(storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock
             },
         )
         log.flush(session)
-    return DecayReport(scanned=scanned, decayed=lowered)
+    stale = Reconciler(storage, mind, config, clock).mark_stale(
+        _faded(storage, mind, config, clock),
+        reason=f"confidence faded below {config.stale_confidence}",
+    )
+    return DecayReport(scanned=scanned, decayed=lowered, stale=stale)
+
+
+def _faded(storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock) -> list[str]:
+    """Active or candidate memories whose faded confidence is below the stale threshold."""
+    found: list[str] = []
+    filters = RecallFilters(lifecycles=(Lifecycle.ACTIVE, Lifecycle.CANDIDATE))
+    with storage.transaction(write=False) as session:
+        now = clock.now()
+        after: str | None = None
+        while page := session.run(ops.ScanMemories(mind.id, filters, after_id=after, limit=_CHUNK)):
+            after = page[-1].id
+            found += [
+                m.id
+                for m in page
+                if m.confidence * confidence_fade(m, now) < config.stale_confidence
+            ]
+    return found

@@ -20,6 +20,7 @@ from concepts import (
     Candidate,
     Event,
     EventKind,
+    Lifecycle,
     Memory,
     MindInfo,
     RecallFilters,
@@ -163,9 +164,12 @@ def purge(storage: Storage, mind: MindInfo, clock: Clock, plan: PurgePlan) -> Pu
 
 
 def _passes_everything(filters: RecallFilters) -> bool:
-    return set(filters.statuses) == set(ANY) and filters.model_copy(
-        update={"statuses": ANY}
-    ) == RecallFilters(statuses=ANY)
+    every = {"statuses": ANY, "lifecycles": tuple(Lifecycle)}
+    return (
+        set(filters.statuses) == set(ANY)
+        and set(filters.lifecycles) == set(Lifecycle)
+        and filters.model_copy(update=every) == RecallFilters(**every)
+    )
 
 
 def _quotable(memory: Memory) -> list[str]:

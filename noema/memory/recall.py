@@ -48,6 +48,8 @@ from noema.memory.adjust import (
     newer_first,
     same_subject,
 )
+from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights
+from noema.memory.cooccurrence import signal as cooccurrence_signal
 from noema.memory.lanes import HOP_FACTOR, LANES, Hit, graph_lane, text_lane, vector_lane
 from noema.memory.query import QueryPlan, understand
 from noema.memory.reinforce import reinforce_results
@@ -144,17 +146,28 @@ class Recaller:
             return None
         return self.embedder.query(text)
 
-    def admit(self, results: Sequence[RecallResult], query: str) -> None:
+    def admit(
+        self, results: Sequence[RecallResult], query: str, together: Sequence[str] = ()
+    ) -> None:
         """Reinforce results recalled with ``peek`` that were admitted later (by attention).
 
         Each gets the same ``memory_retrieved`` event, with its components, as a
-        normal recall would have written.
+        normal recall would have written. ``together``: the memories already in
+        working memory, which each admitted one now co-occurs with.
         """
         if not results:
             return
         text = RecallQuery(text=query).text  # checked as any query's text is
         with self.storage.transaction() as session:
-            reinforce_results(session, self.mind.id, self.config, text, results, self.clock.now())
+            reinforce_results(
+                session,
+                self.mind.id,
+                self.config,
+                text,
+                results,
+                self.clock.now(),
+                together=together,
+            )
 
     # ------------------------------------------------------------ ranking
 
@@ -170,6 +183,8 @@ class Recaller:
         scored = self.candidates(session, query, now, vector, plan=plan, rng=rng)
         if not scored:
             return []
+        if fusion == "weighted" and self.config.weights.cooccurrence > 0:
+            scored = self._cooccurring(session, scored, now)
         if query.depth == "deep":
             assert self.reranker is not None
             scored = deepen(self.reranker, self.config.deep, query.text, scored)
@@ -245,6 +260,31 @@ class Recaller:
             score(c, plan, fusion, reference, now, self.config, vectors=vectors, rng=rng)
             for c in found.values()
         ]
+        scored.sort(key=best_first)
+        return scored
+
+    def _cooccurring(self, session: Session, scored: list[Scored], now: datetime) -> list[Scored]:
+        """Set each candidate's ``cooccurrence`` with the query's other strong results.
+
+        Fusion scored it 0; here the weight of its edges to the best
+        ``STRONG_RESULTS`` candidates (itself apart) gives the signal.
+        """
+        strong = {s.memory.id for s in scored[:STRONG_RESULTS]}
+        pool = [s.memory.id for s in scored[: max(POOL_FACTOR * STRONG_RESULTS, MIN_POOL)]]
+        partners = pair_weights(
+            session, self.mind.id, pool, now, self.config.cooccurrence_half_life_days
+        )
+        if not partners:
+            return scored
+        weight = self.config.weights.cooccurrence
+        for item in scored:
+            edges = partners.get(item.memory.id)
+            if not edges:
+                continue
+            total = sum(w for other, w in edges.items() if other in strong)
+            if total > 0:
+                item.signals["cooccurrence"] = cooccurrence_signal(total)
+                item.components["cooccurrence"] = weight * item.signals["cooccurrence"]
         scored.sort(key=best_first)
         return scored
 

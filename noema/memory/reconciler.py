@@ -17,7 +17,10 @@ import numpy as np
 
 from concepts import (
     CHANNEL_TRUST,
+    Channel,
+    Epistemic,
     EventKind,
+    Lifecycle,
     Memory,
     MemoryInput,
     MindInfo,
@@ -42,13 +45,39 @@ from noema.memory.keys import expand_keys
 from noema.memory.policy import apply_secret_policy, screen_text
 from noema.storage import Session, Storage, ops
 
-__all__ = ["Reconciler", "entity_refs", "reinforcement"]
+__all__ = ["Reconciler", "entity_refs", "initial_lifecycle", "reinforcement"]
 
 #: Prior strength of the Beta confidence posterior: Beta(5, 5) has strength 10.
 PRIOR_STRENGTH = 10.0
 _MIN_SHAPE = 1e-3
 #: Edges whose source must not come after their target in time.
 _ORDERED = frozenset({Relation.CAUSES, Relation.PRECEDES})
+
+
+def initial_lifecycle(item: MemoryInput) -> Lifecycle:
+    """The lifecycle a new memory starts in, unless the caller names one.
+
+    ``verified`` when the operator states it; ``candidate`` when it is derived
+    (it links ``derived_from`` another memory), an inference, or from the
+    low-trust channel; else ``active``.
+    """
+    if item.lifecycle is not None:
+        return item.lifecycle
+    if item.channel == Channel.OPERATOR:
+        return Lifecycle.VERIFIED
+    derived = any(link.relation == Relation.DERIVED_FROM for link in item.links)
+    if derived or item.channel == Channel.LOW or item.epistemic == Epistemic.INFERENCE:
+        return Lifecycle.CANDIDATE
+    return Lifecycle.ACTIVE
+
+
+#: Lifecycle transitions an operator asks for: the action, where it leads, and
+#: the lifecycles it may start from.
+_TRANSITIONS: dict[str, tuple[Lifecycle, frozenset[Lifecycle]]] = {
+    "verify": (Lifecycle.VERIFIED, frozenset(Lifecycle) - {Lifecycle.VERIFIED}),
+    "reject": (Lifecycle.REJECTED, frozenset(Lifecycle) - {Lifecycle.REJECTED}),
+    "reinstate": (Lifecycle.ACTIVE, frozenset({Lifecycle.REJECTED, Lifecycle.STALE})),
+}
 
 
 def reinforcement(memory: Memory, now: datetime, config: MindConfig) -> dict[str, Any]:
@@ -190,8 +219,9 @@ class Reconciler:
             by_key: dict[str, str] = {}
             if keys:
                 for m in session.run(ops.FindActiveByKey(self.mind.id, keys)):
-                    pending.known.setdefault(m.id, m)
-                    by_key[m.key or ""] = m.id
+                    if m.lifecycle != Lifecycle.REJECTED:  # a rejected value no longer stands
+                        pending.known.setdefault(m.id, m)
+                        by_key[m.key or ""] = m.id
             targets = sorted({link.target for i in items for link in i.links})
             if targets:
                 self._load(session, pending, targets)
@@ -210,6 +240,15 @@ class Reconciler:
                         origin_event=origin_event,
                         payload={"reason": "remembered again", "activation": memory.activation},
                     )
+                    if memory.lifecycle == Lifecycle.CANDIDATE and item.channel != Channel.LOW:
+                        memory = self._transition(
+                            pending,
+                            log,
+                            memory,
+                            Lifecycle.VERIFIED,
+                            reason=f"confirmed by a repeated observation ({item.channel.value})",
+                            actor="reconciler",
+                        )
                 else:
                     memory = self._new_memory(item, digest, now, log, origin_event, redacted)
                     pending.created[memory.id] = memory
@@ -314,6 +353,7 @@ class Reconciler:
                 feedback_count=0,
                 feedback_mean=0.0,
                 decay=item.decay,
+                lifecycle=initial_lifecycle(item),
             ),
         )
         payload: dict[str, Any] = {
@@ -517,11 +557,184 @@ class Reconciler:
                 origin_event=action.id,
                 payload={"reason": reason, "previous_status": memory.status.value},
             )
-            session.run(
-                ops.UpdateMemories(self.mind.id, [(memory.id, {"status": Status.RETRACTED})])
+            pending = _Pending(created={}, changed={}, known={memory.id: memory})
+            retracted = pending.change(memory, status=Status.RETRACTED)
+            if memory.status == Status.ACTIVE:
+                self._restore_superseded(session, pending, log, memory, now, action.id)
+            self._flush(session, pending, [], log)
+        return retracted
+
+    def set_lifecycle(
+        self, memory_id: str, action: str, *, reason: str, actor: str = "operator"
+    ) -> Memory:
+        """``verify``, ``reject`` or ``reinstate`` a memory: a lifecycle transition.
+
+        Rejecting the active value of a key (or of anything that superseded
+        another memory) reopens the value it replaced, as retracting does;
+        reinstating a keyed value takes its place among the key's values again.
+        """
+        if action not in _TRANSITIONS:
+            raise InvalidInput(
+                f"action: {action!r} is not one of {', '.join(_TRANSITIONS)}", field="action"
             )
-            log.flush(session)
-        return memory.model_copy(update={"status": Status.RETRACTED})
+        target, allowed = _TRANSITIONS[action]
+        reason = screen_text(reason.strip(), self.config.policy, what="reason")
+        if not reason:
+            raise InvalidInput(f"reason: to {action} a memory needs a reason", field="reason")
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            memory = self._get(session, memory_id)
+            if memory.lifecycle not in allowed:
+                raise InvalidInput(
+                    f"cannot {action} memory {memory_id}: it is {memory.lifecycle.value}"
+                )
+            log = EventLog(self.mind.id, now)
+            done = log.add(
+                EventKind.OPERATOR_ACTION,
+                memory_id=memory.id,
+                payload={"action": action, "actor": actor, "reason": reason},
+            )
+            pending = _Pending(created={}, changed={}, known={memory.id: memory})
+            edges: list[Relationship] = []
+            changed = self._transition(
+                pending, log, memory, target, reason=reason, actor=actor, origin=done.id
+            )
+            if target == Lifecycle.REJECTED and memory.status == Status.ACTIVE:
+                self._restore_superseded(session, pending, log, memory, now, done.id)
+            elif (
+                action == "reinstate" and memory.key is not None and memory.status == Status.ACTIVE
+            ):
+                by_key: dict[str, str] = {}
+                for other in session.run(ops.FindActiveByKey(self.mind.id, [memory.key])):
+                    if other.id != memory.id and other.lifecycle != Lifecycle.REJECTED:
+                        pending.known.setdefault(other.id, other)
+                        by_key[memory.key] = other.id
+                if by_key:
+                    self._supersede_key(session, changed, by_key, pending, log, edges, now)
+                    held = {
+                        (e.src, e.relation, e.dst)
+                        for e in session.run(
+                            ops.FindRelationships(self.mind.id, memory_ids=[memory.id])
+                        )
+                    }
+                    edges = [e for e in edges if (e.src, e.relation, e.dst) not in held]
+            self._flush(session, pending, edges, log)
+        return pending.get(memory.id) or changed
+
+    def mark_stale(self, memory_ids: Sequence[str], *, reason: str) -> int:
+        """Mark ``memory_ids`` stale (the ``decay`` job's finding); returns how many changed.
+
+        Only active and candidate memories become stale; the others are left.
+        """
+        if not memory_ids:
+            return 0
+        with self.storage.transaction() as session:
+            now = self.clock.now()
+            log = EventLog(self.mind.id, now)
+            pending = _Pending(created={}, changed={}, known={})
+            for memory in session.run(ops.GetMemories(self.mind.id, list(memory_ids))):
+                if memory.lifecycle in (Lifecycle.ACTIVE, Lifecycle.CANDIDATE):
+                    pending.known[memory.id] = memory
+                    self._transition(
+                        pending, log, memory, Lifecycle.STALE, reason=reason, actor="decay"
+                    )
+            self._flush(session, pending, [], log)
+        return len(pending.changed)
+
+    def _transition(
+        self,
+        pending: _Pending,
+        log: EventLog,
+        memory: Memory,
+        lifecycle: Lifecycle,
+        *,
+        reason: str,
+        actor: str,
+        origin: str | None = None,
+    ) -> Memory:
+        """Move ``memory`` to ``lifecycle`` and log it."""
+        log.add(
+            EventKind.MEMORY_LIFECYCLE,
+            memory_id=memory.id,
+            origin_event=origin,
+            payload={
+                "from": memory.lifecycle.value,
+                "to": lifecycle.value,
+                "reason": reason,
+                "actor": actor,
+            },
+        )
+        return pending.change(memory, lifecycle=lifecycle)
+
+    def _restore_superseded(
+        self,
+        session: Session,
+        pending: _Pending,
+        log: EventLog,
+        memory: Memory,
+        now: datetime,
+        origin: str,
+    ) -> None:
+        """Reopen what ``memory`` superseded, now that it no longer stands.
+
+        Per key (and per explicitly superseded memory) the most recent value it
+        replaced becomes active again with its validity reopened up to
+        ``memory``'s own end, unless another standing memory supersedes it too.
+        """
+        edges = session.run(
+            ops.FindRelationships(
+                self.mind.id,
+                memory_ids=[memory.id],
+                relations=[Relation.SUPERSEDES],
+                statuses=[RelationStatus.ACTIVE],
+            )
+        )
+        targets = [e.dst for e in edges if e.src == memory.id]
+        if not targets:
+            return
+        self._load(session, pending, targets)
+        replaced = [
+            m
+            for m in (pending.get(t) for t in targets)
+            if m is not None and m.status == Status.SUPERSEDED and m.lifecycle != Lifecycle.REJECTED
+        ]
+        others = session.run(
+            ops.FindRelationships(
+                self.mind.id,
+                memory_ids=[m.id for m in replaced],
+                relations=[Relation.SUPERSEDES],
+                statuses=[RelationStatus.ACTIVE],
+            )
+        )
+        other_src = sorted({e.src for e in others if e.src != memory.id})
+        standing = {
+            m.id: m
+            for m in session.run(ops.GetMemories(self.mind.id, other_src))
+            if m.status == Status.ACTIVE and m.lifecycle != Lifecycle.REJECTED
+        }
+        held = {e.dst for e in others if e.src in standing}
+        latest: dict[str, Memory] = {}
+        for m in replaced:
+            if m.id in held:
+                continue
+            group = f"key:{m.key}" if m.key is not None and m.key == memory.key else f"id:{m.id}"
+            if group not in latest or (m.valid_from, m.id) > (
+                latest[group].valid_from,
+                latest[group].id,
+            ):
+                latest[group] = m
+        for m in sorted(latest.values(), key=lambda m: m.id):
+            pending.change(m, status=Status.ACTIVE, valid_to=memory.valid_to)
+            log.add(
+                EventKind.MEMORY_RESTORED,
+                memory_id=m.id,
+                origin_event=origin,
+                payload={
+                    "after": memory.id,
+                    "reason": f"{memory.id} no longer stands",
+                    "valid_to": None if memory.valid_to is None else iso(memory.valid_to),
+                },
+            )
 
     def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
         """Update the confidence posterior: ``value`` in [-1, 1], positive meaning useful/true."""
@@ -557,10 +770,12 @@ class Reconciler:
     def decide(
         self, relationship_id: str, *, approve: bool, actor: str = "operator"
     ) -> Relationship:
-        """Approve or reject a staged ``same_as`` proposal.
+        """Approve or reject a staged proposal (``same_as``, ``supersedes`` or ``contradicts``).
 
-        Approving merges: the edge becomes active and the proposing memory is
-        archived in favour of its target, which stays active.
+        Approving makes the edge active and does what it says: ``same_as``
+        merges (the proposing memory is archived in favour of its target, which
+        stays active), ``supersedes`` closes the target's validity, and
+        ``contradicts`` flags the pair for recall to surface together.
         """
         with self.storage.transaction() as session:
             now = self.clock.now()
@@ -571,8 +786,16 @@ class Reconciler:
             if edge.status != RelationStatus.PROPOSED:
                 raise InvalidInput(f"relationship {relationship_id} is not a pending proposal")
             status = RelationStatus.ACTIVE if approve else RelationStatus.REJECTED
-            session.run(ops.SetRelationshipStatus(self.mind.id, edge.id, status, now))
             log = EventLog(self.mind.id, now)
+            pending = _Pending(created={}, changed={}, known={})
+            if approve and edge.relation == Relation.SUPERSEDES:
+                self._load(session, pending, [edge.src, edge.dst])
+                dst = pending.get(edge.dst)
+                if dst is not None and dst.status != Status.ACTIVE:
+                    raise InvalidInput(
+                        f"cannot approve {relationship_id}: memory {dst.id} is {dst.status.value}"
+                    )
+            session.run(ops.SetRelationshipStatus(self.mind.id, edge.id, status, now))
             action = log.add(
                 EventKind.OPERATOR_ACTION,
                 memory_id=edge.src,
@@ -582,19 +805,33 @@ class Reconciler:
                     "relationship": edge.id,
                 },
             )
-            if approve:
+            if approve and edge.relation == Relation.SAME_AS:
                 src = self._get(session, edge.src)
                 if src.status == Status.ACTIVE:
-                    session.run(
-                        ops.UpdateMemories(self.mind.id, [(src.id, {"status": Status.ARCHIVED})])
-                    )
+                    pending.known[src.id] = src
+                    pending.change(src, status=Status.ARCHIVED)
                 log.add(
                     EventKind.MEMORY_MERGED,
                     memory_id=edge.dst,
                     origin_event=action.id,
                     payload={"merged": edge.src, "relationship": edge.id},
                 )
-            log.flush(session)
+            elif approve and edge.relation == Relation.SUPERSEDES:
+                newer, older = pending.get(edge.src), pending.get(edge.dst)
+                assert newer is not None and older is not None
+                valid_to = max(newer.valid_from, older.valid_from)
+                pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
+                log.add(
+                    EventKind.MEMORY_SUPERSEDED,
+                    memory_id=older.id,
+                    origin_event=action.id,
+                    payload={
+                        "by": newer.id,
+                        "reason": "proposal approved",
+                        "valid_to": iso(valid_to),
+                    },
+                )
+            self._flush(session, pending, [], log)
         return edge.model_copy(update={"status": status, "decided_at": now})
 
     # ------------------------------------------------------------ helpers
@@ -645,6 +882,7 @@ class Reconciler:
                         "status": edge.status.value,
                         "confidence": edge.confidence,
                         "source": edge.source,
+                        **({"evidence": edge.evidence} if edge.evidence else {}),
                     },
                 )
         log.flush(session)

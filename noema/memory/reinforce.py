@@ -13,6 +13,7 @@ from typing import Any
 
 from concepts import EventKind, RecallResult
 from noema.config import MindConfig
+from noema.memory import cooccurrence
 from noema.memory.events import EventLog
 from noema.memory.policy import loggable
 from noema.memory.reconciler import reinforcement
@@ -28,8 +29,13 @@ def reinforce_results(
     query: str,
     results: Sequence[RecallResult],
     now: datetime,
+    *,
+    together: Sequence[str] = (),
 ) -> None:
     """Reinforce every result's memory and log its ``memory_retrieved`` event.
+
+    The best ``TOGETHER`` results co-occur with each other, and each result
+    with the memories of ``together`` (``noema.memory.cooccurrence``).
 
     Results ranked in an earlier transaction (deep recall, admitted peeks) may be
     stale: another write may have reinforced them since. The rows are reinforced
@@ -43,6 +49,7 @@ def reinforce_results(
         query: The query's text, logged as the policy allows.
         results: The results to reinforce, in rank order.
         now: The time of the reinforcement.
+        together: Memories the results were held beside (working memory).
     """
     log = EventLog(mind_id, now)
     updates: list[tuple[str, dict[str, Any]]] = []
@@ -68,4 +75,10 @@ def reinforce_results(
         )
     if updates:
         session.run(ops.UpdateMemories(mind_id, updates))
+        returned = [r.memory.id for r in results if r.memory.id in current]
+        pairs = cooccurrence.together(returned[: cooccurrence.TOGETHER])
+        if together:  # only memories still held: a purge may have taken one since
+            held = [m.id for m in session.run(ops.GetMemories(mind_id, list(together)))]
+            pairs += [(a, b) for a in returned for b in held]
+        cooccurrence.record(session, mind_id, pairs, now, config.cooccurrence_half_life_days)
     log.flush(session)

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 
-from concepts import CONFIDENCE_HALF_LIFE_DAYS, Memory
+from concepts import CONFIDENCE_HALF_LIFE_DAYS, LIFECYCLE_SIGNAL, Memory
 from noema.config import MindConfig
 from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
 from noema.memory.lanes import LANES, Hit
@@ -102,6 +102,7 @@ def score(
         ),
         "importance": memory.importance,
         "credibility": memory.credibility * fade,
+        "status": LIFECYCLE_SIGNAL[memory.lifecycle],
     }
     if candidate.keys:
         signals["keys"] = candidate.keys
@@ -125,6 +126,9 @@ def score(
         components = {
             lane: 1.0 / (k + candidate.ranks[lane]) for lane in LANES if lane in candidate.ranks
         }
+        # The lifecycle counts at the scale of one lane's first place.
+        weights["status"] = config.weights.status / (k + 1)
+        components["status"] = weights["status"] * signals["status"]
     else:
         weights = config.weights.effective(vectors=has_vector)
         for name in weights:  # a weighted signal the query does not raise is 0

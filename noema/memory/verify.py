@@ -144,6 +144,7 @@ class _Expected:
     activation: float | None = None
     activation_at: datetime | None = None
     position: int = 0  # the event that last set the activation
+    lifecycle: str | None = None  # None: written before events recorded it
 
 
 @dataclass(slots=True)
@@ -158,6 +159,7 @@ class _Edge:
     confidence: float | None
     source: str | None
     decided_at: datetime | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -259,6 +261,11 @@ def _check_memories(report: VerifyReport, replay: _Replay, memories: Iterable[Me
                 f"memory {memory.id}: status {memory.status.value} differs from its events "
                 f"({expected.status})"
             )
+        elif expected.lifecycle is not None and expected.lifecycle != memory.lifecycle:
+            report.fail(
+                f"memory {memory.id}: lifecycle differs from its events (stored "
+                f"{memory.lifecycle.value}, its events say {expected.lifecycle})"
+            )
         elif expected.record is None:
             report.unrecorded += 1
         elif (changed := _changed_field(memory, expected, replay.decays)) is not None:
@@ -348,6 +355,7 @@ def _check_relationships(
             "decided_at": edge.decided_at,
             "confidence": edge.confidence if expected.confidence is not None else None,
             "source": edge.source if expected.source is not None else None,
+            "evidence": edge.evidence,
         }
         for name, value in stored.items():
             if getattr(expected, name) != value:
@@ -383,6 +391,8 @@ def _replay(event: Event, replay: _Replay) -> None:
     purged = purged_by(event) is not None  # its kind and time are kept, not what it said
     if event.kind == EventKind.MEMORY_CREATED:
         expected = _Expected(str(payload.get("content_hash", "")), Status.ACTIVE)
+        if isinstance(payload.get("lifecycle"), str):
+            expected.lifecycle = payload["lifecycle"]
         if isinstance(payload.get("record"), dict):
             expected.record = dict(payload["record"])
             expected.origin_event = event.origin_event or event.id
@@ -413,6 +423,13 @@ def _replay(event: Event, replay: _Replay) -> None:
         memory.valid_to_known = not purged
     elif event.kind == EventKind.MEMORY_RETRACTED:
         memory.status = Status.RETRACTED
+    elif event.kind == EventKind.MEMORY_RESTORED:
+        memory.status = Status.ACTIVE
+        memory.valid_to = None if purged else payload.get("valid_to")
+        memory.valid_to_known = not purged
+    elif event.kind == EventKind.MEMORY_LIFECYCLE:
+        to = payload.get("to")
+        memory.lifecycle = to if isinstance(to, str) and not purged else None
     elif event.kind == EventKind.MEMORY_MERGED:
         merged = replay.memories.get(str(payload.get("merged", "")))
         if merged is not None and merged.status == Status.ACTIVE:
@@ -450,4 +467,5 @@ def _replay_edge(event: Event, src: str, replay: _Replay) -> None:
         created_at=event.at,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         source=str(source) if isinstance(source, str) else None,
+        evidence=dict(payload["evidence"]) if isinstance(payload.get("evidence"), dict) else {},
     )

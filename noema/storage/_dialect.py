@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from concepts import RecallFilters
+from concepts import Lifecycle, RecallFilters
 from noema.storage._rows import to_micros
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "chunks", "filter_sql"]
@@ -85,6 +85,11 @@ def filter_sql(
                 parts.append(
                     "AND " + dialect.any_of(f"m.{column}", [v.value for v in values], params)
                 )
+        if len(filters.lifecycles) < len(Lifecycle):
+            parts.append(
+                "AND "
+                + dialect.any_of("m.lifecycle", [c.value for c in filters.lifecycles], params)
+            )
         for tag in filters.tags:
             parts.append(f"AND {dialect.has_tag}")
             params.append(tag)

@@ -19,6 +19,7 @@ from concepts import (
     DecayClass,
     Epistemic,
     Event,
+    Lifecycle,
     Memory,
     MemoryKind,
     MindInfo,
@@ -62,6 +63,7 @@ MEMORY_COLUMNS = (
     "feedback_mean",
     "decay",
     "keys",
+    "lifecycle",
 )
 TIME_COLUMNS = frozenset(
     {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
@@ -77,6 +79,7 @@ REL_COLUMNS = (
     "status",
     "created_at",
     "decided_at",
+    "evidence",
 )
 EVENT_COLUMNS = ("seq", "id", "mind_id", "kind", "at", "memory_id", "origin_event", "payload")
 AUDIT_COLUMNS = ("seq", "at", "event_id", "action", "digest", "prev_hash", "hash")
@@ -143,6 +146,7 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         m.feedback_mean,
         m.decay.value,
         m.keys,
+        m.lifecycle.value,
     )
 
 
@@ -159,6 +163,7 @@ def relationship_row(r: Relationship) -> tuple[Any, ...]:
         r.status.value,
         to_micros(r.created_at),
         opt_micros(r.decided_at),
+        to_json(r.evidence),
     )
 
 
@@ -196,6 +201,7 @@ def memory_from_row(row: Sequence[Any]) -> Memory:
     data["channel"] = Channel(data["channel"])
     data["status"] = Status(data["status"])
     data["decay"] = DecayClass(data["decay"])
+    data["lifecycle"] = Lifecycle(data["lifecycle"])
     data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
     data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
     return trusted(Memory, data)
@@ -205,6 +211,7 @@ def relationship_from_row(row: Sequence[Any]) -> Relationship:
     data = dict(zip(REL_COLUMNS, row, strict=True))
     data["created_at"] = from_micros(data["created_at"])
     data["decided_at"] = opt_time(data["decided_at"])
+    data["evidence"] = json.loads(data["evidence"]) if data["evidence"] != "{}" else {}
     return Relationship.model_validate(data)
 
 

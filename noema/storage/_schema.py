@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from string import Template
 
-__all__ = ["EVENT_LOOKUPS", "INITIAL_SHARED", "SNAPSHOTS_AND_LEASES", "Types", "render"]
+__all__ = [
+    "EVENT_LOOKUPS",
+    "INITIAL_SHARED",
+    "KNOWLEDGE_HEALTH",
+    "SNAPSHOTS_AND_LEASES",
+    "Types",
+    "render",
+]
 
 #: A backend's SQL for each placeholder.
 Types = Mapping[str, str]
@@ -94,4 +101,25 @@ SNAPSHOTS_AND_LEASES = """
 EVENT_LOOKUPS = """
         CREATE INDEX audit_mind_event ON audit(mind_id, event_id);
         CREATE INDEX events_mind_seq ON events(mind_id, seq);
+        """
+
+#: A later migration on both backends (ADR 0017): each memory's lifecycle beside its
+#: status, the evidence of a staged edge, and the co-occurrence edges of a mind
+#: (``a < b``; ``weight`` as of ``updated_at``, decaying from there).
+KNOWLEDGE_HEALTH = """
+        ALTER TABLE memories ADD COLUMN lifecycle $id NOT NULL DEFAULT 'active';
+        ALTER TABLE relationships ADD COLUMN evidence $text NOT NULL DEFAULT '{}';
+
+        CREATE TABLE cooccurrence (
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            a           $id NOT NULL,
+            b           $id NOT NULL,
+            weight      $real NOT NULL,
+            updated_at  $int NOT NULL,
+            PRIMARY KEY (mind_id, a, b),
+            FOREIGN KEY (mind_id, a) REFERENCES memories(mind_id, id),
+            FOREIGN KEY (mind_id, b) REFERENCES memories(mind_id, id)
+        )$without_rowid;
+        CREATE INDEX cooccurrence_b ON cooccurrence(mind_id, b);
+        CREATE INDEX relationships_status ON relationships(mind_id, status, id);
         """

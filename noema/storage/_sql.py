@@ -280,6 +280,58 @@ def find_relationships(s: SqlSession, op: ops.FindRelationships) -> list[Relatio
     return [relationship_from_row(r) for r in s.all(query, params)]
 
 
+# ---------------------------------------------------------------- co-occurrence
+
+_CO_SELECT = "SELECT a, b, weight, updated_at FROM cooccurrence"
+
+
+def _co_edges(rows: Sequence[Sequence[Any]]) -> list[ops.CoEdge]:
+    return [(str(a), str(b), float(w), from_micros(int(t))) for a, b, w, t in rows]
+
+
+def get_cooccurrence(s: SqlSession, op: ops.GetCooccurrence) -> list[ops.CoEdge]:
+    ids = sorted(set(op.ids))
+    if len(ids) < 2:
+        return []
+    found: list[ops.CoEdge] = []
+    for chunk in chunks(ids):
+        params: list[Any] = [op.mind_id]
+        query = f"{_CO_SELECT} WHERE mind_id = {s.dialect.mark} AND " + s.dialect.any_of(
+            "a", chunk, params
+        )
+        query += " AND " + s.dialect.any_of("b", ids, params)
+        found += _co_edges(s.all(query, params))
+    found.sort(key=lambda edge: (edge[0], edge[1]))
+    return found
+
+
+def put_cooccurrence(s: SqlSession, op: ops.PutCooccurrence) -> None:
+    rows = []
+    for a, b, weight, at in op.edges:
+        if not a < b:
+            raise ValueError(f"PutCooccurrence: an edge is (a, b) with a < b, got ({a}, {b})")
+        rows.append((op.mind_id, a, b, weight, to_micros(at)))
+    if rows:
+        s.many(
+            "INSERT INTO cooccurrence (mind_id, a, b, weight, updated_at) "
+            f"VALUES ({s.dialect.marks(5)}) ON CONFLICT (mind_id, a, b) DO UPDATE SET "
+            "weight = excluded.weight, updated_at = excluded.updated_at",
+            rows,
+        )
+
+
+def scan_cooccurrence(s: SqlSession, op: ops.ScanCooccurrence) -> list[ops.CoEdge]:
+    mark = s.dialect.mark
+    params: list[Any] = [op.mind_id, op.min_weight]
+    query = f"{_CO_SELECT} WHERE mind_id = {mark} AND weight >= {mark}"
+    if op.after is not None:
+        query += f" AND (a > {mark} OR (a = {mark} AND b > {mark}))"
+        params += [op.after[0], op.after[0], op.after[1]]
+    bytewise = s.dialect.bytewise
+    query += f" ORDER BY a{bytewise}, b{bytewise}" + _limit(s, op.limit, params)
+    return _co_edges(s.all(query, params))
+
+
 # ---------------------------------------------------------------- events and audit
 
 
@@ -417,6 +469,8 @@ def delete_memory_links(s: SqlSession, mind_id: str, ids: Sequence[str]) -> None
         for table, column in (
             ("relationships", "src"),
             ("relationships", "dst"),
+            ("cooccurrence", "a"),
+            ("cooccurrence", "b"),
             ("entity_refs", "memory_id"),
             ("vectors", "memory_id"),
         ):
@@ -447,6 +501,9 @@ SHARED_HANDLERS: dict[type[Any], Handler] = {
     ops.InsertRelationships: insert_relationships,
     ops.SetRelationshipStatus: set_relationship_status,
     ops.FindRelationships: find_relationships,
+    ops.GetCooccurrence: get_cooccurrence,
+    ops.PutCooccurrence: put_cooccurrence,
+    ops.ScanCooccurrence: scan_cooccurrence,
     ops.AppendEvents: append_events,
     ops.ListEvents: list_events,
     ops.AuditHead: audit_head,

@@ -177,6 +177,7 @@ MIGRATIONS: list[Migration] = [
         """,
     ),
     (6, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
+    (7, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
 ]
 
 

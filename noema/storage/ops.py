@@ -40,6 +40,7 @@ MUTABLE_FIELDS = frozenset(
         "activation",
         "activation_at",
         "status",
+        "lifecycle",
         "valid_to",
         "last_accessed",
         "access_count",
@@ -291,6 +292,40 @@ class FindRelationships(Op[list[Relationship]]):
 # ---------------------------------------------------------------- events and audit
 
 
+#: A co-occurrence edge of a mind: ``(a, b, weight, updated_at)`` with ``a < b``; the
+#: weight is as of ``updated_at`` and decays from there (``noema.memory.cooccurrence``).
+CoEdge = tuple[str, str, float, datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class GetCooccurrence(Op[list[CoEdge]]):
+    """The co-occurrence edges with both ends among ``ids``, ordered by ``(a, b)``."""
+
+    mind_id: str
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class PutCooccurrence(Op[None]):
+    """Write co-occurrence edges, replacing the stored weight of any pair already held."""
+
+    mind_id: str
+    edges: Sequence[CoEdge]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanCooccurrence(Op[list[CoEdge]]):
+    """A page of a mind's co-occurrence edges stored with at least ``min_weight``.
+
+    Ordered by ``(a, b)``; ``after`` is the last pair of the previous page.
+    """
+
+    mind_id: str
+    min_weight: float = 0.0
+    after: tuple[str, str] | None = None
+    limit: int = 10_000
+
+
 @dataclass(frozen=True, slots=True)
 class AppendEvents(Op[None]):
     """Append events to their minds' logs; the store numbers them (``seq``) in append order."""
@@ -429,6 +464,7 @@ WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
         PutEntities,
         InsertRelationships,
         SetRelationshipStatus,
+        PutCooccurrence,
         AppendEvents,
         AppendAudit,
         SaveSnapshot,

@@ -72,6 +72,7 @@ class MigrationProbe(Protocol):
 def _old_row(memory: Memory) -> dict[str, Any]:
     row = dict(zip(MEMORY_COLUMNS, memory_row(memory), strict=True))
     del row["keys"]
+    del row["lifecycle"]
     return row
 
 

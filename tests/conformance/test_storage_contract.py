@@ -22,6 +22,7 @@ from concepts import (
     Channel,
     Epistemic,
     Event,
+    Lifecycle,
     Memory,
     MemoryKind,
     RecallFilters,
@@ -251,6 +252,7 @@ def test_update_memories_changes_every_mutable_field(storage: Storage) -> None:
         "feedback_count": 2,
         "feedback_mean": -0.75,
         "keys": "rebuilt expansion keys",
+        "lifecycle": Lifecycle.STALE,
     }
     assert set(changes) == ops.MUTABLE_FIELDS
     write(
@@ -1014,6 +1016,96 @@ def test_a_relationship_never_joins_two_minds(storage: Storage) -> None:
     assert read(storage, ops.FindRelationships(mind_b)) == []
 
 
+def test_an_edge_keeps_its_evidence(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    old, new = make_memory(mind_id, "runs PostgreSQL 15"), make_memory(mind_id, "runs 16")
+    write(storage, ops.InsertMemories([old, new]))
+    evidence = {"rule": "same_attribute", "old": "15", "new": "16", "cosine": 0.93, "n": [1]}
+    edge = make_edge(
+        mind_id,
+        new.id,
+        Relation.SUPERSEDES,
+        old.id,
+        status=RelationStatus.PROPOSED,
+        evidence=evidence,
+    )
+    plain = make_edge(mind_id, new.id, Relation.RELATED_TO, old.id)
+    write(storage, ops.InsertRelationships([edge, plain]))
+    found = by_id(read(storage, ops.FindRelationships(mind_id)))
+    assert found[edge.id].evidence == evidence and found[edge.id] == edge
+    assert found[plain.id].evidence == {}
+
+
+# ---------------------------------------------------------------- co-occurrence
+
+
+def test_cooccurrence_round_trips_replaces_and_pages(storage: Storage) -> None:
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    memories = sorted(
+        (make_memory(mind_id, f"memory {i}") for i in range(6)), key=lambda m: m.id
+    )
+    theirs = [make_memory(other, f"theirs {i}") for i in range(2)]
+    write(storage, ops.InsertMemories([*memories, *theirs]))
+    a, b, c, d, e, f = (m.id for m in memories)
+    later = T0 + timedelta(days=3, microseconds=7)
+    write(
+        storage,
+        ops.PutCooccurrence(
+            mind_id, [(a, b, 1.0, T0), (a, c, 2.5, T0), (c, d, 4.0, later), (e, f, 0.5, T0)]
+        ),
+    )
+    x, y = sorted(m.id for m in theirs)
+    write(storage, ops.PutCooccurrence(other, [(x, y, 9.0, T0)]))
+    # A pair already held gets the new weight and time.
+    write(storage, ops.PutCooccurrence(mind_id, [(a, b, 2.0, later)]))
+    assert read(storage, ops.GetCooccurrence(mind_id, [d, c, a, b, a])) == [
+        (a, b, 2.0, later),
+        (a, c, 2.5, T0),
+        (c, d, 4.0, later),
+    ]
+    # Both ends must be among the ids; other minds' edges never show.
+    assert read(storage, ops.GetCooccurrence(mind_id, [a, d])) == []
+    assert read(storage, ops.GetCooccurrence(mind_id, [a])) == []
+    assert read(storage, ops.GetCooccurrence(mind_id, [x, y])) == []
+    assert read(storage, ops.ScanCooccurrence(mind_id, min_weight=2.5)) == [
+        (a, c, 2.5, T0),
+        (c, d, 4.0, later),
+    ]
+    paged: list[tuple[str, str]] = []
+    after: tuple[str, str] | None = None
+    while page := read(storage, ops.ScanCooccurrence(mind_id, after=after, limit=2)):
+        paged += [(p, q) for p, q, _, _ in page]
+        after = paged[-1]
+    assert paged == [(a, b), (a, c), (c, d), (e, f)]
+    with pytest.raises((ValueError, NoemaError)):
+        write(storage, ops.PutCooccurrence(mind_id, [(b, a, 1.0, T0)]))
+    with pytest.raises(TypeError), storage.transaction(write=False) as session:
+        session.run(ops.PutCooccurrence(mind_id, [(a, d, 1.0, T0)]))
+    # A purge takes a memory's co-occurrence edges with it.
+    with storage.transaction() as session:
+        assert session.run(ops.PurgeMemories(mind_id, [c])) == 1
+    assert [(p, q) for p, q, _, _ in read(storage, ops.ScanCooccurrence(mind_id))] == [
+        (a, b),
+        (e, f),
+    ]
+
+
+def test_rejected_memories_leave_filtered_reads(storage: Storage) -> None:
+    mind_id = ensure_mind(storage, "m")
+    kept = make_memory(mind_id, "lanterns need oil", lifecycle=Lifecycle.VERIFIED)
+    gone = make_memory(mind_id, "lanterns need water", lifecycle=Lifecycle.REJECTED)
+    write(storage, ops.InsertMemories([kept, gone]))
+    normal = RecallFilters()
+    assert [m.id for m in read(storage, ops.ScanMemories(mind_id, normal))] == [kept.id]
+    hits = read(storage, ops.SearchText(mind_id, ["lanterns"], False, normal, None, 10))
+    assert [m.id for m, _ in hits] == [kept.id]
+    everything = RecallFilters(lifecycles=tuple(Lifecycle))
+    assert len(read(storage, ops.ScanMemories(mind_id, everything))) == 2
+    only = RecallFilters(lifecycles=(Lifecycle.REJECTED,))
+    assert [m.id for m in read(storage, ops.ScanMemories(mind_id, only))] == [gone.id]
+    assert read(storage, ops.GetMemories(mind_id, [gone.id]))[0].lifecycle == Lifecycle.REJECTED
+
+
 # ---------------------------------------------------------------- events and audit
 
 
@@ -1584,6 +1676,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 34
+    assert len(operations) == 37
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []

@@ -168,6 +168,7 @@ MIGRATIONS: list[Migration] = [
         """,
     ),
     (5, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
+    (6, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
 ]
 
 
