@@ -147,6 +147,9 @@ class MindConfig(BaseModel):
     initial_activation: float = Field(default=DEFAULT_INITIAL_ACTIVATION, ge=0.0, le=1.0)
     reinforce_gain: float = Field(default=DEFAULT_REINFORCE_GAIN, ge=0.0, le=1.0)
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
+    #: Stage write-time detection's proposals (supersedes, contradicts, same_as)
+    #: for writes of up to 64 new memories (``noema.memory.detect``).
+    detect_on_write: bool = True
     #: Co-occurrence weights halve in this many days from their last update.
     cooccurrence_half_life_days: float = Field(default=30.0, gt=0)
     #: The ``decay`` job marks active and candidate memories stale below this

@@ -18,7 +18,7 @@ from concepts import (
     confidence_tier,
     score_reproduces,
 )
-from noema import InvalidInput, Mind
+from noema import InvalidInput, Mind, MindConfig
 from noema.clock import ManualClock
 
 OpenMind = Callable[..., Mind]
@@ -234,20 +234,105 @@ def test_a_value_still_superseded_by_another_standing_memory_stays_closed(
     assert mind.verify().ok
 
 
-def test_proposals_list_in_creation_order_and_approval_does_what_they_say(
-    open_mind: OpenMind, clock: ManualClock
-) -> None:
-    mind = open_mind()
+def test_an_explicit_same_as_is_a_proposal_and_approval_merges(open_mind: OpenMind) -> None:
+    mind = open_mind(config=MindConfig(detect_on_write=False))
     a = mind.remember("The build server is called atlas")
-    b = mind.remember("The build server is named atlas")
-    c = mind.remember("The release is on Friday")
-    d = mind.remember("The release is not on Friday")
+    b = mind.remember("Our CI machine goes by atlas")
+    c = mind.remember("Releases happen weekly")
     first = mind.relate(b.id, Relation.SAME_AS, a.id)
-    clock.advance(timedelta(seconds=1))
-    second = mind.relate(d.id, Relation.CONTRADICTS, c.id)
+    second = mind.relate(c.id, Relation.CONTRADICTS, a.id)
     assert second.status == RelationStatus.ACTIVE  # asked for explicitly: no proposal
     assert [p.id for p in mind.proposals()] == [first.id]
     mind.approve(first.id)
     assert mind.get(b.id).status == Status.ARCHIVED
     assert mind.proposals() == []
     assert mind.verify().ok
+
+
+# ---------------------------------------------------------------- write-time detection
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash:64"])
+def test_a_new_value_for_the_same_subject_is_proposed_not_applied(
+    open_mind: OpenMind, clock: ManualClock, embedder: str
+) -> None:
+    """Regression (issue 16): "15" then "16" gave no proposal and no edge."""
+    mind = open_mind(embedder=embedder)
+    old = mind.remember("Staging runs PostgreSQL 15")
+    clock.advance(timedelta(days=1))
+    new = mind.remember("Staging runs PostgreSQL 16")
+    [proposal] = mind.proposals()
+    assert (proposal.src, proposal.relation, proposal.dst) == (new.id, Relation.SUPERSEDES, old.id)
+    assert proposal.status == RelationStatus.PROPOSED and proposal.source == "detector"
+    assert proposal.evidence["rule"] == "same_attribute"
+    assert (proposal.evidence["old"], proposal.evidence["new"]) == ("15", "16")
+    assert mind.get(old.id).status == Status.ACTIVE  # nothing superseded silently
+    created = [e for e in mind.events(memory_id=new.id) if e.kind == EventKind.RELATIONSHIP_CREATED]
+    assert created[0].payload["evidence"] == proposal.evidence
+    assert mind.verify().ok
+    mind.approve(proposal.id)
+    closed = mind.get(old.id)
+    assert closed.status == Status.SUPERSEDED and closed.valid_to == new.valid_from
+    assert mind.proposals() == []
+    assert mind.verify().ok
+    # Retracting the approved newer value reopens the older one, as for a key.
+    mind.retract(new.id, reason="staging was never upgraded")
+    assert mind.get(old.id).status == Status.ACTIVE
+    assert mind.verify().ok
+
+
+def test_a_contradiction_proposal_flags_the_pair_once_approved(mind: Mind) -> None:
+    said = mind.remember("The release is on Friday")
+    denied = mind.remember("The release is not on Friday")
+    [proposal] = mind.proposals()
+    assert (proposal.relation, proposal.src, proposal.dst) == (
+        Relation.CONTRADICTS,
+        denied.id,
+        said.id,
+    )
+    assert mind.recall("release Friday", peek=True)[0].conflicts == ()
+    mind.approve(proposal.id)
+    results = mind.recall("release Friday", peek=True)
+    assert {r.memory.id for r in results} == {said.id, denied.id}
+    assert all(r.conflicts for r in results)
+    assert mind.verify().ok
+
+
+def test_a_rejected_proposal_changes_nothing(mind: Mind) -> None:
+    old = mind.remember("The standup is at 9:30")
+    new = mind.remember("The standup is at 10:15")
+    [proposal] = mind.proposals()
+    decided = mind.reject(proposal.id)
+    assert decided.status == RelationStatus.REJECTED
+    assert mind.get(old.id).status == mind.get(new.id).status == Status.ACTIVE
+    assert mind.proposals() == []
+    assert mind.verify().ok
+
+
+def test_proposals_list_oldest_first(mind: Mind, clock: ManualClock) -> None:
+    pairs = [
+        ("The deploy is on Friday", "The deploy is on Monday"),
+        ("Alice lives in Porto", "Alice lives in Lisbon"),
+        ("The team has 5 engineers", "The team has 6 engineers"),
+    ]
+    later = []
+    for first, second in pairs:
+        mind.remember(first)
+        clock.advance(timedelta(minutes=1))
+        later.append(mind.remember(second).id)
+        clock.advance(timedelta(minutes=1))
+    assert [p.src for p in mind.proposals()] == later
+
+
+def test_detection_is_off_when_configured_and_for_bulk_imports(open_mind: OpenMind) -> None:
+    quiet = open_mind("quiet", config=MindConfig(detect_on_write=False))
+    quiet.remember("Staging runs PostgreSQL 15")
+    quiet.remember("Staging runs PostgreSQL 16")
+    assert quiet.proposals() == []
+    bulk = open_mind("bulk")
+    bulk.remember("Staging runs PostgreSQL 15")
+    bulk.remember_many(
+        [{"content": "Staging runs PostgreSQL 16"}]
+        + [{"content": f"unrelated note number {i}"} for i in range(80)]
+    )
+    assert bulk.proposals() == []

@@ -39,6 +39,8 @@ from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderE
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import created_payload
+from noema.memory.detect import DEFAULT_LIMIT as DETECT_LIMIT
+from noema.memory.detect import detect
 from noema.memory.entities import extract_entities
 from noema.memory.events import EventLog
 from noema.memory.keys import expand_keys
@@ -269,6 +271,8 @@ class Reconciler:
                         now=now,
                     )
                 results.append(memory)
+            if self.config.detect_on_write:
+                self._stage_detected(session, pending, new_edges, vectors, now)
             self._flush(session, pending, new_edges, log)
             embedded = [m for m in pending.created.values() if m.content_hash in vectors]
             if embedded and self.embedder is not None:
@@ -281,6 +285,45 @@ class Reconciler:
                     )
                 )
         return [pending.get(m.id) or m for m in results]
+
+    def _stage_detected(
+        self,
+        session: Session,
+        pending: _Pending,
+        edges: list[Relationship],
+        vectors: dict[str, Any],
+        now: datetime,
+    ) -> None:
+        """Stage, as proposals, what write-time detection finds (``noema.memory.detect``).
+
+        Nothing is applied: each ``supersedes``, ``contradicts`` or ``same_as``
+        waits for an operator. A batch larger than the detector's limit (a bulk
+        import) is not examined. Pairs this write already links are left alone.
+        """
+        created = [m for m in pending.created.values() if m.status == Status.ACTIVE]
+        if not created or len(created) > DETECT_LIMIT:
+            return
+        by_id = {m.id: vectors[m.content_hash] for m in created if m.content_hash in vectors}
+        model = self.embedder.model if self.embedder is not None else None
+        linked = {frozenset((e.src, e.dst)) for e in edges}
+        for proposal in detect(session, self.mind.id, created, by_id or None, model):
+            pair = frozenset((proposal.src, proposal.dst))
+            target = pending.get(proposal.dst)
+            if pair in linked or (target is not None and target.status != Status.ACTIVE):
+                continue
+            linked.add(pair)
+            edges.append(
+                self._edge(
+                    proposal.src,
+                    proposal.relation,
+                    proposal.dst,
+                    proposal.confidence,
+                    "detector",
+                    now,
+                    status=RelationStatus.PROPOSED,
+                    evidence=proposal.evidence,
+                )
+            )
 
     def _embed_new(self, items: Sequence[MemoryInput], hashes: Sequence[str]) -> dict[str, Any]:
         """Vectors, by content hash, of the items not already held (when embedding on write)."""
@@ -519,6 +562,7 @@ class Reconciler:
         now: datetime,
         *,
         status: RelationStatus = RelationStatus.ACTIVE,
+        evidence: dict[str, Any] | None = None,
     ) -> Relationship:
         return Relationship(
             id=new_id(now),
@@ -530,6 +574,7 @@ class Reconciler:
             source=source,
             status=status,
             created_at=now,
+            evidence=evidence or {},
         )
 
     # ------------------------------------------------------------ status changes
