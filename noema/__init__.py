@@ -76,6 +76,11 @@ _EXPORTS: dict[str, str] = {
     "Discovered": "processes",
     "MemoryReader": "noema.memory.reader",
     "Checkpoint": "noema.memory.verify",
+    "Lifecycle": "concepts",
+    "ConfidenceTier": "concepts",
+    "confidence_tier": "concepts",
+    "HealthReport": "noema.memory.health",
+    "Finding": "noema.memory.health",
 }
 
 __all__ = [
@@ -89,6 +94,7 @@ __all__ = [
     "Channel",
     "Checkpoint",
     "Clock",
+    "ConfidenceTier",
     "ConfigError",
     "CrossMindError",
     "CycleReport",
@@ -97,8 +103,11 @@ __all__ = [
     "Epistemic",
     "Event",
     "EventKind",
+    "Finding",
+    "HealthReport",
     "IntegrityError",
     "InvalidInput",
+    "Lifecycle",
     "Link",
     "ManualClock",
     "Memory",
@@ -140,6 +149,7 @@ __all__ = [
     "WorkspaceSnapshot",
     "WritePolicy",
     "check_event_kind",
+    "confidence_tier",
     "discover",
 ]
 
@@ -150,9 +160,11 @@ if TYPE_CHECKING:
         AuditEntry,
         Candidate,
         Channel,
+        ConfidenceTier,
         Epistemic,
         Event,
         EventKind,
+        Lifecycle,
         Link,
         Memory,
         MemoryInput,
@@ -166,6 +178,7 @@ if TYPE_CHECKING:
         Status,
         WorkingMemoryItem,
         WorkspaceSnapshot,
+        confidence_tier,
     )
     from concepts.models import check_event_kind
     from noema.clock import Clock, ManualClock, SystemClock
@@ -187,6 +200,7 @@ if TYPE_CHECKING:
     from noema.integrations.langchain import NoemaRetriever
     from noema.memory.consolidate import ReflectReport
     from noema.memory.decay import DecayReport
+    from noema.memory.health import Finding, HealthReport
     from noema.memory.purge import PurgePlan, PurgeReport
     from noema.memory.reader import MemoryReader
     from noema.memory.verify import Checkpoint, VerifyReport

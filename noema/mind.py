@@ -47,6 +47,7 @@ from noema.memory import consolidate as consolidation
 from noema.memory import upkeep
 from noema.memory.decay import DecayReport, run_decay
 from noema.memory.engine import Engine
+from noema.memory.health import HealthReport, health_report
 from noema.memory.policy import apply_secret_policy, screen_name
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
 from noema.memory.reader import recall_query
@@ -598,6 +599,29 @@ class Mind:
             "by_kind": by_kind,
             "by_status": by_status,
         }
+
+    @checked
+    def health(self, *, rules: Sequence[str] | None = None, limit: Count = 100) -> HealthReport:
+        """Run the health rules over the mind: what to review, merge, refresh or add.
+
+        Deterministic rules (``noema.memory.health``, no model): declining
+        confidence, unresolved contradictions, stale clusters, duplicates,
+        coverage gaps, popular but unexamined memories, orphaned derived ones.
+
+        Args:
+            rules: Names of the rules to run (``noema.memory.health.RULES``);
+                ``None`` runs them all.
+            limit: Most findings per rule.
+
+        Returns:
+            The report: findings in rule order, what each rule read, what it left off.
+
+        Raises:
+            InvalidInput: ``rules`` names an unknown rule (``field="rules"``).
+        """
+        return health_report(
+            self.storage, self.info, self.config, self.clock, rules=rules, limit=limit
+        )
 
     # ------------------------------------------------------------ the workspace
 

@@ -18,6 +18,7 @@ PUBLIC_NAMES = [
     "Channel",
     "Checkpoint",
     "Clock",
+    "ConfidenceTier",
     "ConfigError",
     "CrossMindError",
     "CycleReport",
@@ -28,8 +29,11 @@ PUBLIC_NAMES = [
     "Epistemic",
     "Event",
     "EventKind",
+    "Finding",
+    "HealthReport",
     "IntegrityError",
     "InvalidInput",
+    "Lifecycle",
     "Link",
     "ManualClock",
     "Memory",
@@ -71,6 +75,7 @@ PUBLIC_NAMES = [
     "WorkspaceSnapshot",
     "WritePolicy",
     "check_event_kind",
+    "confidence_tier",
     "discover",
 ]
 
