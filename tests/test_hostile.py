@@ -986,6 +986,7 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
         "links": [("related_to", MEMORY)],
         "force": False,
         "origin_event": None,
+        "lifecycle": "active",
     },
     "remember_many": {
         "items": [{"content": "fuzzed in bulk"}],
@@ -1006,6 +1007,10 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
     "feedback": {"memory_id": MEMORY, "value": 0.5, "note": "useful"},
     "approve": {"relationship_id": PROPOSAL},
     "reject": {"relationship_id": PROPOSAL},
+    "verify_memory": {"memory_id": MEMORY, "reason": "checked"},
+    "reject_memory": {"memory_id": MEMORY, "reason": "wrong"},
+    "reinstate_memory": {"memory_id": MEMORY, "reason": "back"},
+    "health": {"rules": ["duplicate"], "limit": 10},
     "plan_forget": {
         "ids": [MEMORY],
         "key": "user.home_city",

@@ -336,3 +336,15 @@ def test_detection_is_off_when_configured_and_for_bulk_imports(open_mind: OpenMi
         + [{"content": f"unrelated note number {i}"} for i in range(80)]
     )
     assert bulk.proposals() == []
+
+
+def test_asserting_what_the_detector_proposed_approves_it(mind: Mind, clock: ManualClock) -> None:
+    old = mind.remember("The lab is on floor 3")
+    clock.advance(timedelta(hours=1))
+    new = mind.remember("The lab is on floor 5")
+    [proposal] = mind.proposals()
+    edge = mind.relate(new.id, Relation.SUPERSEDES, old.id)
+    assert edge.id == proposal.id and edge.status == RelationStatus.ACTIVE
+    assert mind.get(old.id).status == Status.SUPERSEDED
+    assert mind.proposals() == []
+    assert mind.verify().ok

@@ -538,6 +538,11 @@ class Reconciler:
         )
         for edge in stored:
             if edge.src == src.id and edge.dst == dst.id:
+                if edge.status == RelationStatus.PROPOSED and relation != Relation.SAME_AS:
+                    # Asserting what the detector proposed approves the proposal.
+                    return self._settle(
+                        session, pending, log, edge, approve=True, actor=source, now=now
+                    )
                 return edge
         _check_edge(src.id, src.valid_from, relation, dst)
         if relation == Relation.SUPERSEDES:
@@ -830,53 +835,66 @@ class Reconciler:
             edge = found[0]
             if edge.status != RelationStatus.PROPOSED:
                 raise InvalidInput(f"relationship {relationship_id} is not a pending proposal")
-            status = RelationStatus.ACTIVE if approve else RelationStatus.REJECTED
             log = EventLog(self.mind.id, now)
             pending = _Pending(created={}, changed={}, known={})
-            if approve and edge.relation == Relation.SUPERSEDES:
-                self._load(session, pending, [edge.src, edge.dst])
-                dst = pending.get(edge.dst)
-                if dst is not None and dst.status != Status.ACTIVE:
-                    raise InvalidInput(
-                        f"cannot approve {relationship_id}: memory {dst.id} is {dst.status.value}"
-                    )
-            session.run(ops.SetRelationshipStatus(self.mind.id, edge.id, status, now))
-            action = log.add(
-                EventKind.OPERATOR_ACTION,
-                memory_id=edge.src,
-                payload={
-                    "action": "approve" if approve else "reject",
-                    "actor": actor,
-                    "relationship": edge.id,
-                },
+            decided = self._settle(
+                session, pending, log, edge, approve=approve, actor=actor, now=now
             )
-            if approve and edge.relation == Relation.SAME_AS:
-                src = self._get(session, edge.src)
-                if src.status == Status.ACTIVE:
-                    pending.known[src.id] = src
-                    pending.change(src, status=Status.ARCHIVED)
-                log.add(
-                    EventKind.MEMORY_MERGED,
-                    memory_id=edge.dst,
-                    origin_event=action.id,
-                    payload={"merged": edge.src, "relationship": edge.id},
-                )
-            elif approve and edge.relation == Relation.SUPERSEDES:
-                newer, older = pending.get(edge.src), pending.get(edge.dst)
-                assert newer is not None and older is not None
-                valid_to = max(newer.valid_from, older.valid_from)
-                pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
-                log.add(
-                    EventKind.MEMORY_SUPERSEDED,
-                    memory_id=older.id,
-                    origin_event=action.id,
-                    payload={
-                        "by": newer.id,
-                        "reason": "proposal approved",
-                        "valid_to": iso(valid_to),
-                    },
-                )
             self._flush(session, pending, [], log)
+        return decided
+
+    def _settle(
+        self,
+        session: Session,
+        pending: _Pending,
+        log: EventLog,
+        edge: Relationship,
+        *,
+        approve: bool,
+        actor: str,
+        now: datetime,
+    ) -> Relationship:
+        """Decide the pending proposal ``edge`` (the caller flushes ``pending`` and ``log``)."""
+        status = RelationStatus.ACTIVE if approve else RelationStatus.REJECTED
+        if approve and edge.relation == Relation.SUPERSEDES:
+            self._load(session, pending, [edge.src, edge.dst])
+            dst = pending.get(edge.dst)
+            if dst is not None and dst.status != Status.ACTIVE:
+                raise InvalidInput(
+                    f"cannot approve {edge.id}: memory {dst.id} is {dst.status.value}"
+                )
+        session.run(ops.SetRelationshipStatus(self.mind.id, edge.id, status, now))
+        action = log.add(
+            EventKind.OPERATOR_ACTION,
+            memory_id=edge.src,
+            payload={
+                "action": "approve" if approve else "reject",
+                "actor": actor,
+                "relationship": edge.id,
+            },
+        )
+        if approve and edge.relation == Relation.SAME_AS:
+            src = pending.get(edge.src) or self._get(session, edge.src)
+            if src.status == Status.ACTIVE:
+                pending.known.setdefault(src.id, src)
+                pending.change(src, status=Status.ARCHIVED)
+            log.add(
+                EventKind.MEMORY_MERGED,
+                memory_id=edge.dst,
+                origin_event=action.id,
+                payload={"merged": edge.src, "relationship": edge.id},
+            )
+        elif approve and edge.relation == Relation.SUPERSEDES:
+            newer, older = pending.get(edge.src), pending.get(edge.dst)
+            assert newer is not None and older is not None
+            valid_to = max(newer.valid_from, older.valid_from)
+            pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
+            log.add(
+                EventKind.MEMORY_SUPERSEDED,
+                memory_id=older.id,
+                origin_event=action.id,
+                payload={"by": newer.id, "reason": "proposal approved", "valid_to": iso(valid_to)},
+            )
         return edge.model_copy(update={"status": status, "decided_at": now})
 
     # ------------------------------------------------------------ helpers
