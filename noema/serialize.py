@@ -4,23 +4,34 @@ The CLI's ``--json``, the MCP tools, the interactive shell, the LangChain
 documents' metadata and the TUI all write records through these functions, so
 a memory, an edge, an event, a recall result or a verify report looks the same
 wherever it is read. Times are :func:`noema.clock.iso` (UTC, microseconds,
-``Z``); enums are their values.
+``Z``); enums are their values. A memory's JSON carries its confidence ``tier``
+(:func:`memory_tier`) beside its fields, so every face says how far to trust it
+in the same words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-from concepts import Event, Memory, RecallResult, Relationship
+from concepts import ConfidenceTier, Event, Memory, RecallResult, Relationship, confidence_tier
 from noema.clock import iso
+from noema.memory.health import Finding, HealthReport
+from noema.memory.scoring import confidence_fade
 from noema.memory.verify import VerifyReport
 
 __all__ = [
     "event_json",
+    "finding_json",
+    "health_json",
     "memory_json",
+    "memory_tier",
     "plain",
+    "proposal_json",
     "relationship_json",
     "result_json",
+    "result_tier",
     "verify_json",
 ]
 
@@ -38,14 +49,64 @@ def plain(value: Any) -> Any:
     return value
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
-    """Every field of a memory."""
-    return {name: plain(getattr(memory, name)) for name in Memory.model_fields}
+def memory_tier(memory: Memory, at: datetime | None = None) -> ConfidenceTier:
+    """How far a memory's confidence can be relied on at ``at``.
+
+    Its Beta posterior, faded by its decay class up to ``at``, and its lifecycle
+    (``concepts.confidence_tier``).
+
+    Args:
+        memory: The memory.
+        at: When (a face passes its mind's clock); the present when ``None``.
+
+    Returns:
+        ``high``, ``moderate``, ``low``, ``exploratory`` or ``stale``.
+    """
+    fade = confidence_fade(memory, at if at is not None else datetime.now(UTC))
+    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
+
+
+def result_tier(result: RecallResult) -> ConfidenceTier:
+    """A recall result's confidence tier, as of the recall.
+
+    The fade is the one the recall applied to the memory's credibility (at its
+    ``as_of``, or the mind's present), so the tier agrees with the ranking
+    whatever clock the reader keeps; the present's fade when the result holds
+    no credibility signal.
+    """
+    memory = result.memory
+    faded = result.signals.get("credibility")
+    if faded is None or memory.credibility <= 0:
+        return memory_tier(memory)
+    fade = min(max(faded / memory.credibility, 0.0), 1.0)
+    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
+
+
+def memory_json(memory: Memory, *, at: datetime | None = None) -> dict[str, Any]:
+    """Every field of a memory, and its confidence ``tier`` at ``at`` (now by default)."""
+    shape = {name: plain(getattr(memory, name)) for name in Memory.model_fields}
+    shape["tier"] = memory_tier(memory, at).value
+    return shape
 
 
 def relationship_json(edge: Relationship) -> dict[str, Any]:
     """Every field of a relationship."""
     return {name: plain(getattr(edge, name)) for name in Relationship.model_fields}
+
+
+def proposal_json(edge: Relationship, ends: Mapping[str, Memory]) -> dict[str, Any]:
+    """A pending proposal: every field of its edge, and the content of both its ends.
+
+    Args:
+        edge: The proposed relationship (its ``evidence`` says why it was staged).
+        ends: Memories by id; an end not among them has ``None`` for its content.
+    """
+    src, dst = ends.get(edge.src), ends.get(edge.dst)
+    return {
+        **relationship_json(edge),
+        "src_content": src.content if src else None,
+        "dst_content": dst.content if dst else None,
+    }
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -54,7 +115,10 @@ def event_json(event: Event) -> dict[str, Any]:
 
 
 def result_json(result: RecallResult) -> dict[str, Any]:
-    """A recall result: the memory's identifying fields, its score and why it ranked there."""
+    """A recall result: the memory's identifying fields, its score and why it ranked there.
+
+    ``lifecycle`` and ``tier`` (:func:`result_tier`) say how far to trust it.
+    """
     m = result.memory
     return {
         "id": m.id,
@@ -62,6 +126,8 @@ def result_json(result: RecallResult) -> dict[str, Any]:
         "kind": m.kind.value,
         "epistemic": m.epistemic.value,
         "status": m.status.value,
+        "lifecycle": m.lifecycle.value,
+        "tier": result_tier(result).value,
         "key": m.key,
         "score": result.score,
         "components": dict(result.components),
@@ -89,4 +155,28 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
         "unrecorded": report.unrecorded,
         "problem": report.problem,
         "problems": report.problems,
+    }
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """One health finding: its rule, severity, memories, summary, evidence and action."""
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity,
+        "memory_ids": list(finding.memory_ids),
+        "summary": finding.summary,
+        "evidence": plain(finding.evidence),
+        "action": finding.action,
+    }
+
+
+def health_json(report: HealthReport) -> dict[str, Any]:
+    """A health report: when it ran, its findings in rule order, and what each rule read."""
+    return {
+        "mind": report.mind,
+        "at": iso(report.at),
+        "ok": report.ok,
+        "findings": [finding_json(f) for f in report.findings],
+        "scanned": dict(report.scanned),
+        "left_off": dict(report.left_off),
     }

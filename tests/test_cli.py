@@ -17,11 +17,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from concepts import Memory, Relationship
+from noema.cli import _render as render
 from noema.cli import run
 
 NOEMA = Path(sys.executable).parent / "noema"
@@ -35,8 +38,11 @@ RECALL_KEYS = {
     "score",
     "components",
     "conflicts",
+    "lifecycle",
+    "tier",
 }
-MEMORY_KEYS = {"id", "content", "kind", "epistemic", "status", "key"}
+MEMORY_KEYS = {"id", "content", "kind", "epistemic", "status", "key", "lifecycle", "tier"}
+TIERS = {"high", "moderate", "low", "exploratory", "stale"}
 
 
 @dataclass
@@ -481,6 +487,7 @@ def test_recall_json_keys_and_components_sum_to_score(noema: Cli) -> None:
         assert math.isclose(sum(r["components"].values()), r["score"], abs_tol=1e-9)
         assert isinstance(r["conflicts"], list)
         assert r["status"] == "active"
+        assert r["lifecycle"] == "active" and r["tier"] in TIERS
     assert results[0]["key"] == "frank.drink"
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
 
@@ -838,6 +845,198 @@ def test_approve_reject_unknown_exit_2(noema: Cli) -> None:
     assert_usage_error(noema("memory", "approve", "no-such-id"), "no-such-id")
     assert_usage_error(noema("memory", "reject", "no-such-id"), "no-such-id")
     assert_usage_error(noema("memory", "approve", plain_edge["id"]), plain_edge["id"])
+
+
+def test_proposals_list_every_pending_one_oldest_first_with_both_ends(noema: Cli) -> None:
+    a = remember(noema, "Wes keeps bees on the roof")
+    b = remember(noema, "Wes is a beekeeper with hives on his roof")
+    c = remember(noema, "The roof hives belong to Wes " + "and his neighbours " * 10)
+    first = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
+    second = noema("memory", "relate", c["id"], "same_as", b["id"], "--confidence", "0.7").out
+    listed = noema("memory", "proposals", "--json").json()
+    assert [p["id"] for p in listed] == [first["id"], second.split()[0]]  # oldest first
+    assert [(p["relation"], p["confidence"]) for p in listed] == [
+        ("same_as", 1.0),
+        ("same_as", 0.7),
+    ]
+    assert (listed[0]["src_content"], listed[0]["dst_content"]) == (a["content"], b["content"])
+    assert all(p["evidence"] == {} and p["status"] == "proposed" for p in listed)
+
+    plain = noema("memory", "proposals")
+    assert plain.code == 0, plain.err
+    lines = plain.out.splitlines()
+    assert lines[0].startswith(f"{first['id']}  same_as  confidence 1.00  proposed ")
+    assert lines[1:3] == [f"  src {a['id']}  {a['content']}", f"  dst {b['id']}  {b['content']}"]
+    long = next(line for line in lines if line.startswith(f"  src {c['id']}"))
+    assert long.endswith("…") and len(long.split("  ", 2)[2]) == 60  # both ends, short
+
+
+def test_a_staged_supersedes_is_listed_with_its_evidence(noema: Cli) -> None:
+    old = remember(noema, "The meeting room is on floor 3")
+    new = remember(noema, "The meeting room is on floor 5")
+    [staged] = noema("memory", "proposals", "--json").json()
+    assert (staged["src"], staged["relation"], staged["dst"]) == (
+        new["id"],
+        "supersedes",
+        old["id"],
+    )
+    assert staged["evidence"]["rule"] and staged["src_content"] == new["content"]
+    plain = noema("memory", "proposals").out.splitlines()
+    assert plain[0].startswith(f"{staged['id']}  supersedes  confidence ")
+    assert (
+        plain[3].startswith("  evidence: ") and f'rule="{staged["evidence"]["rule"]}"' in plain[3]
+    )
+    assert noema("memory", "approve", staged["id"]).code == 0
+    assert show(noema, old["id"])["status"] == "superseded"
+
+
+def test_a_proposal_is_shown_with_its_evidence() -> None:
+    edge = Relationship(
+        id="e1",
+        mind_id="m",
+        src="s",
+        relation="contradicts",
+        dst="d",
+        confidence=0.75,
+        source="detect",
+        status="proposed",
+        created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        evidence={"rule": "negation", "sentences": ["it is on", "it is not on"]},
+    )
+    ends: dict[str, Memory] = {}
+    assert render.proposal_lines(edge, ends) == [
+        "e1  contradicts  confidence 0.75  proposed 2026-01-02T03:04:05Z by detect",
+        "  src s  (not found)",
+        "  dst d  (not found)",
+        '  evidence: rule="negation", sentences=["it is on", "it is not on"]',
+    ]
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def test_memory_verify_reject_reinstate_plain_and_json(noema: Cli) -> None:
+    m = remember(noema, "Ines runs the payroll on Fridays")
+    assert (m["lifecycle"], m["tier"]) == ("active", "moderate")
+    verified = noema("memory", "verify", m["id"], "--reason", "checked with Ines", "--json")
+    assert verified.code == 0, verified.err
+    assert (verified.json()["id"], verified.json()["lifecycle"]) == (m["id"], "verified")
+    plain = noema("memory", "show", m["id"])
+    assert "  lifecycle: verified\n  tier: moderate\n" in plain.out
+    found = noema("recall", "payroll")
+    assert "verified, moderate confidence" in found.out
+
+    rejected = noema("memory", "reject", m["id"], "--reason", "Ines left; payroll moved")
+    assert rejected.code == 0, rejected.err
+    assert rejected.out == f"rejected memory {m['id']}: it leaves normal recall\n"
+    data = show(noema, m["id"])
+    assert (data["lifecycle"], data["status"]) == ("rejected", "active")
+    assert recall(noema, "payroll") == []
+    [kept] = recall(noema, "payroll", "--lifecycle", "rejected")
+    assert (kept["id"], kept["lifecycle"]) == (m["id"], "rejected")
+
+    back = noema("memory", "reinstate", m["id"], "--json")
+    assert back.code == 0, back.err
+    assert back.json()["lifecycle"] == "active"
+    assert [r["id"] for r in recall(noema, "payroll")] == [m["id"]]
+    actions = [
+        (e["payload"]["action"], e["payload"]["reason"])
+        for e in show(noema, m["id"])["events"]
+        if e["kind"] == "operator_action"
+    ]
+    assert actions == [
+        ("verify", "checked with Ines"),
+        ("reject", "Ines left; payroll moved"),
+        ("reinstate", "reinstated by the operator"),
+    ]
+    assert noema("verify").code == 0
+
+
+def test_rejecting_a_memory_needs_a_reason_and_writes_nothing_without_one(noema: Cli) -> None:
+    m = remember(noema, "Jon owns a blue kayak")
+    events = len(show(noema, m["id"])["events"])
+    assert_usage_error(noema("memory", "reject", m["id"]), "--reason", m["id"])
+    assert_usage_error(noema("memory", "reject", m["id"], "--reason", "  ", "--json"), "reason")
+    data = show(noema, m["id"])
+    assert data["lifecycle"] == "active" and len(data["events"]) == events
+
+
+def test_lifecycle_changes_that_cannot_be_made_exit_2(noema: Cli) -> None:
+    m = remember(noema, "Kim sails on Sundays")
+    assert_usage_error(noema("memory", "reinstate", m["id"]), m["id"], "active")
+    assert noema("memory", "verify", m["id"]).code == 0
+    assert_usage_error(noema("memory", "verify", m["id"]), "verified")
+    assert_usage_error(noema("memory", "verify", m["id"], "--reason", " "), "reason")
+    for action in ("verify", "reinstate"):
+        assert_usage_error(noema("memory", action, "no-such-id"), "no-such-id")
+    assert_usage_error(noema("memory", "reject", "no-such-id", "--reason", "x"), "no-such-id")
+    assert show(noema, m["id"])["lifecycle"] == "verified"
+
+
+def test_reject_of_a_pending_proposal_takes_a_reason_too(noema: Cli) -> None:
+    a = remember(noema, "Lea speaks Danish")
+    b = remember(noema, "Lea is fluent in Danish")
+    edge = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
+    done = noema("memory", "reject", edge["id"], "--reason", "different claims", "--json")
+    assert done.code == 0, done.err
+    assert (done.json()["id"], done.json()["status"]) == (edge["id"], "rejected")
+    assert show(noema, a["id"])["lifecycle"] == show(noema, b["id"])["lifecycle"] == "active"
+
+
+# ---------------------------------------------------------------- health
+
+
+def test_health_lists_findings_by_rule_with_ids_evidence_and_action(noema: Cli) -> None:
+    healthy = noema("health")
+    assert (healthy.code, healthy.out.split(" (")[0]) == (0, "healthy: no findings")
+    empty = noema("health", "--json").json()
+    assert (empty["ok"], empty["findings"], empty["mind"]) == (True, [], "default")
+
+    a = remember(noema, "Mo takes the 8:10 train")
+    b = remember(noema, "Mo commutes by train at 8:10")
+    c = remember(noema, "Mo drives to work")
+    edge = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
+    assert noema("memory", "relate", c["id"], "contradicts", b["id"]).code == 0
+
+    report = noema("health", "--json")
+    assert report.code == 0, report.err
+    data = report.json()
+    assert data["ok"] is False and set(data["scanned"]) >= {"duplicate"}
+    rules = [f["rule"] for f in data["findings"]]
+    assert rules == sorted(rules, key=["unresolved_contradiction", "duplicate"].index)
+    [duplicate] = [f for f in data["findings"] if f["rule"] == "duplicate"]
+    assert set(duplicate["memory_ids"]) == {a["id"], b["id"]}
+    assert duplicate["severity"] == "low" and edge["id"] in duplicate["action"]
+    assert duplicate["evidence"] and duplicate["summary"]
+
+    plain = noema("health")
+    assert plain.code == 0, plain.err
+    lines = plain.out.splitlines()
+    assert lines[0].startswith(f"{len(data['findings'])} findings (mind default, ")
+    at = lines.index("duplicate (1):")
+    assert lines[at + 1] == f"  [low] {duplicate['summary']}"
+    assert lines[at + 2] == f"    memories: {', '.join(duplicate['memory_ids'])}"
+    assert lines[at + 3].startswith("    evidence: ")
+    assert lines[at + 4] == f"    action: {duplicate['action']}"
+    assert "unresolved_contradiction (1):" in lines
+
+    only = noema("health", "--rule", "duplicate", "--json").json()
+    assert [f["rule"] for f in only["findings"]] == ["duplicate"]
+    assert set(only["scanned"]) == {"duplicate"}
+    gap = noema("health", "--rule", "coverage_gap", "--rule", "orphaned_derived")
+    assert gap.code == 0 and gap.out.startswith("healthy: no findings")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["health", "--rule", "bogus"], "bogus"),
+        (["health", "--limit", "0"], "--limit"),
+        (["health", "--limit", "many"], "--limit"),
+    ],
+)
+def test_health_bad_options_exit_2(noema: Cli, argv: list[str], needle: str) -> None:
+    assert_usage_error(noema(*argv), needle)
 
 
 # ---------------------------------------------------------------- decay, stats
@@ -1292,6 +1491,8 @@ _NOT_JSONL = "this is not an export\n"
                 ("recall --limit 0", ["recall", "q", "--limit", "0"]),
                 ("import non-export", ["import", "{bad}"]),
                 ("retract blank reason", ["memory", "retract", "x", "--reason", " "]),
+                ("verify blank reason", ["memory", "verify", "x", "--reason", " "]),
+                ("health --limit 0", ["health", "--limit", "0"]),
             ]
         ),
     ],

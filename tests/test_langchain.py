@@ -23,6 +23,7 @@ from noema import EventKind, InvalidInput, ManualClock, Mind, RecallFilters, Rec
 from noema.clock import iso
 from noema.integrations.langchain import NoemaRetriever
 from noema.memory.prompt import TIERS, Tier, format_memories
+from noema.serialize import result_tier
 
 OpenMind = Callable[..., Mind]
 
@@ -38,6 +39,8 @@ def expected_metadata(result: RecallResult) -> dict[str, Any]:
         "kind": str(memory.kind),
         "epistemic": str(memory.epistemic),
         "status": str(memory.status),
+        "lifecycle": str(memory.lifecycle),
+        "tier": str(result_tier(result)),
         "channel": str(memory.channel),
         "key": memory.key,
         "tags": list(memory.tags),
@@ -313,7 +316,7 @@ PROMPT = ChatPromptTemplate.from_messages(
 )
 HALLMARKS: dict[Tier, str] = {
     "summary": "- Ada works at Acme (claim, confidence 0.95)",
-    "standard": "- Ada works at Acme [claim, confidence 0.95, source user, ",
+    "standard": "- Ada works at Acme [claim, confidence 0.95 (high), source user, ",
     "full": "  score: ",
 }
 

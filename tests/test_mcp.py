@@ -15,7 +15,7 @@ from typing import IO, Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from concepts import MAX_NOTE_CHARS, EventKind, Relation, RelationStatus, Status
+from concepts import MAX_NOTE_CHARS, EventKind, Lifecycle, Relation, RelationStatus, Status
 from noema import Mind
 from noema.mcp.server import build_server
 
@@ -34,6 +34,10 @@ TOOLS = {
     "approve",
     "reject",
     "verify",
+    "verify_memory",
+    "reject_memory",
+    "reinstate_memory",
+    "health",
 }
 
 
@@ -92,6 +96,7 @@ def test_remember_recall_get_and_timeline_end_to_end(mind: Mind) -> None:
         found = await s.ok("recall", query="where does Ada live", limit=3)
         top = found["results"][0]
         assert top["id"] == made["id"] and top["rank"] == 1
+        assert (top["lifecycle"], top["tier"]) == ("active", "moderate")
         assert sum(top["components"].values()) == pytest.approx(top["score"])
         got = await s.ok("get", id=made["id"])
         assert got["content"] == "Ada lives in Porto" and got["relationships"] == []
@@ -129,6 +134,8 @@ def test_corrections_relations_feedback_and_proposals(mind: Mind) -> None:
         assert staged["status"] == "proposed"
         pending = (await s.ok("proposals"))["proposals"]
         assert [p["id"] for p in pending] == [staged["id"]]
+        assert (pending[0]["src_content"], pending[0]["dst_content"]) == (b.content, a.content)
+        assert pending[0]["evidence"] == {} and pending[0]["confidence"] == 0.9
         decided = await s.ok("approve", id=staged["id"])
         assert decided["status"] == "active"
         assert (await s.ok("proposals"))["proposals"] == []
@@ -158,6 +165,56 @@ def test_reject_keeps_both_memories(mind: Mind) -> None:
     assert mind.get(a.id).status == mind.get(b.id).status == Status.ACTIVE
 
 
+def test_verify_reject_and_reinstate_a_memory(mind: Mind) -> None:
+    memory = mind.remember("The VPN gateway is vpn2.example.org")
+
+    async def script(s: Session) -> None:
+        verified = await s.ok("verify_memory", id=memory.id, reason="checked the config")
+        assert (verified["lifecycle"], verified["tier"]) == ("verified", "moderate")
+        assert "reason" in await s.error("reject_memory", id=memory.id)  # required
+        assert "reason" in await s.error("reject_memory", id=memory.id, reason="   ")
+        rejected = await s.ok("reject_memory", id=memory.id, reason="vpn2 was retired")
+        assert (rejected["id"], rejected["lifecycle"]) == (memory.id, "rejected")
+        assert (await s.ok("recall", query="VPN gateway"))["results"] == []
+        kept = await s.ok("recall", query="VPN gateway", lifecycles=["rejected"], peek=True)
+        assert [(r["id"], r["lifecycle"]) for r in kept["results"]] == [(memory.id, "rejected")]
+        back = await s.ok("reinstate_memory", id=memory.id)
+        assert back["lifecycle"] == "active"
+        assert "cannot reinstate" in await s.error("reinstate_memory", id=memory.id)
+        got = await s.ok("get", id=memory.id)
+        assert (got["lifecycle"], got["tier"]) == ("active", "moderate")
+
+    drive(mind, script)
+    assert mind.get(memory.id).lifecycle == Lifecycle.ACTIVE
+    actions = mind.events(memory_id=memory.id, kinds=[EventKind.OPERATOR_ACTION])
+    assert [(e.payload["action"], e.payload["reason"]) for e in actions] == [
+        ("verify", "checked the config"),
+        ("reject", "vpn2 was retired"),
+        ("reinstate", "reinstated by the operator"),
+    ]
+    assert mind.verify().ok
+
+
+def test_health_reports_findings_with_evidence_and_actions(mind: Mind) -> None:
+    a = mind.remember("Nia leads the data team")
+    b = mind.remember("The data team is led by Nia")
+    staged = mind.relate(a.id, Relation.SAME_AS, b.id)
+    expected = mind.health()
+
+    async def script(s: Session) -> None:
+        report = await s.ok("health")
+        assert report["ok"] is False and report["mind"] == mind.name
+        assert [(f["rule"], f["memory_ids"]) for f in report["findings"]] == [
+            (f.rule, list(f.memory_ids)) for f in expected.findings
+        ]
+        [duplicate] = [f for f in report["findings"] if f["rule"] == "duplicate"]
+        assert staged.id in duplicate["action"] and duplicate["evidence"]
+        only = await s.ok("health", rules=["coverage_gap"], limit=5)
+        assert (only["ok"], list(only["scanned"])) == (True, ["coverage_gap"])
+
+    drive(mind, script)
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "message"),
     [
@@ -176,6 +233,11 @@ def test_reject_keeps_both_memories(mind: Mind) -> None:
         ("retract", {"id": "0", "reason": "because"}, "no memory 0"),
         ("timeline", {"id": "0"}, "no memory 0"),
         ("approve", {"id": "0"}, "0"),
+        ("verify_memory", {"id": "0"}, "no memory 0"),
+        ("reject_memory", {"id": "0", "reason": "wrong"}, "no memory 0"),
+        ("reinstate_memory", {"id": "0", "reason": "right"}, "no memory 0"),
+        ("health", {"rules": ["bogus"]}, "unknown rule 'bogus'"),
+        ("health", {"limit": 0}, "limit"),
         ("feedback", {"id": "0", "value": 5}, "value"),
         ("relate", {"src": "0", "relation": "likes", "dst": "1"}, "relation"),
     ],
@@ -215,9 +277,13 @@ def test_a_server_bound_to_one_mind_never_reads_or_writes_another(
             ("relate", {"src": secret.id, "relation": "related_to", "dst": own.id}),
             ("approve", {"id": proposal.id}),
             ("reject", {"id": proposal.id}),
+            ("verify_memory", {"id": secret.id}),
+            ("reject_memory", {"id": secret.id, "reason": "not yours"}),
+            ("reinstate_memory", {"id": secret.id}),
         ):
             await s.error(tool, **arguments)
         assert (await s.ok("proposals"))["proposals"] == []
+        assert (await s.ok("health"))["findings"] == []  # their duplicate is theirs
 
     drive(mine, script)
     assert [e.id for e in theirs.events()] == before

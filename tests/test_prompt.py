@@ -122,9 +122,9 @@ def test_standard_tier_shows_provenance_and_tags(mind: Mind, clock: ManualClock)
     assert block.splitlines()[0] == "## Facts and knowledge"
     assert (
         "- Carol is allergic to peanuts. "
-        "[observation, confidence 0.90, source operator, 2026-01-04; tags: health, carol]"
+        "[observation, confidence 0.90 (high), source operator, 2026-01-04; tags: health, carol]"
     ) in block.splitlines()
-    assert "- Carol likes jazz. [claim, confidence 0.80, source tool, 2026-01-04]" in (
+    assert "- Carol likes jazz. [claim, confidence 0.80 (moderate), source tool, 2026-01-04]" in (
         block.splitlines()
     )
     assert memory.id not in block  # ids appear only where a conflict needs them
@@ -171,12 +171,14 @@ def test_full_tier_is_a_record_of_every_field(mind: Mind, clock: ManualClock) ->
         "  epistemic: fact",
         "  channel: user",
         "  confidence: 0.800",
+        "  confidence_tier: moderate",
         f"  credibility: {stored.credibility:.3f}",
         "  recorded_at: 2026-01-01T12:00:00+00:00",
         "  valid_from: 2026-01-01T12:00:00+00:00",
         "  valid_to: 2026-01-11T12:00:00+00:00",
         f"  score: {result.score:.3f} ({parts})",
         "  status: superseded",
+        "  lifecycle: active",
         f"  origin_event: {stored.origin_event}",
         "  tags: work",
     ]
@@ -185,6 +187,32 @@ def test_full_tier_is_a_record_of_every_field(mind: Mind, clock: ManualClock) ->
     record = format_memories([current], "full").splitlines()
     assert f"  id: {new.id}" in record
     assert not any(line.startswith(("  valid_to:", "  contradicts:")) for line in record)
+
+
+def test_standard_and_full_tiers_name_the_confidence_tier_as_of_the_recall(
+    mind: Mind, clock: ManualClock
+) -> None:
+    settled = mind.remember("Fay drinks green tea.", epistemic=Epistemic.FACT)
+    mind.remember("Fay might move to Oslo.", confidence=0.65)
+    written = clock.now()
+
+    def record(**options: object) -> list[str]:
+        results = mind.recall("Fay", peek=True, **options)  # type: ignore[arg-type]
+        mine = [r for r in results if r.memory.id == settled.id]
+        return format_memories(mine, "full").splitlines()
+
+    lines = {
+        line.split(" [")[0]: line
+        for line in bullets(format_memories(mind.recall("Fay", peek=True)))
+    }
+    assert "[fact, confidence 0.80 (moderate), source user," in lines["- Fay drinks green tea."]
+    assert "[claim, confidence 0.65 (exploratory)," in lines["- Fay might move to Oslo."]
+    assert "  confidence_tier: moderate" in record()
+    clock.advance(days=3 * 365)  # a stable memory's confidence halves each year
+    assert "  confidence_tier: stale" in record()
+    assert "  confidence_tier: moderate" in record(as_of=written)  # the tier it had then
+    mind.verify_memory(settled.id)
+    assert "  lifecycle: verified" in record()
 
 
 def test_multi_line_content_stays_one_memory(mind: Mind) -> None:

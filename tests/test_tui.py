@@ -22,14 +22,16 @@ from textual.widgets import DataTable, Input, Select, Static
 from textual.worker import WorkerState
 from tui_seed import SEED_START, Seeded, seed
 
-from concepts import Channel, EventKind, RelationStatus, Status
+from concepts import Channel, EventKind, Lifecycle, Relation, RelationStatus, Status
 from noema import ManualClock, Mind
 from noema.memory.activation import decayed
+from noema.serialize import memory_tier
 from noema.storage import ops
 from tui.app import NoemaApp
 from tui.data import COMPONENTS, MindData
 from tui.screens.detail import DetailScreen
 from tui.screens.explorer import TIMELINE_CONTENT_CELLS, ExplorerScreen, clip
+from tui.screens.health import SUMMARY_CELLS, HealthScreen
 from tui.screens.help import HelpScreen
 from tui.screens.knowledge import KnowledgeScreen
 from tui.screens.prompt import PromptScreen
@@ -457,6 +459,125 @@ def test_a_same_as_proposal_is_approved_or_rejected(
     assert mind.verify().ok
 
 
+def test_the_detail_shows_the_lifecycle_and_tier_and_verifies_rejects_and_reinstates(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, ids = seeded
+    billing = mind.get(ids.billing)
+    tier = memory_tier(billing, mind.clock.now()).value
+    app = app_for(mind)
+
+    def content() -> str:
+        return status_text(app, "#content")
+
+    async def check(pilot: Pilot[None]) -> None:
+        await open_detail(pilot, ids.billing)
+        assert f"active · lifecycle: active · confidence: {tier}" in content()
+        await pilot.press("u")  # only a rejected or stale memory is reinstated
+        await settle(pilot)
+        assert mind.get(ids.billing).lifecycle == Lifecycle.ACTIVE
+        await pilot.press("v")
+        await settle(pilot)
+        await until(pilot, lambda: "lifecycle: verified" in content())
+        assert mind.get(ids.billing).lifecycle == Lifecycle.VERIFIED
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("enter")  # no reason: refused inline, nothing written
+        await settle(pilot)
+        assert app.screen.query_one(FormField).error == "a rejection needs a reason"
+        assert mind.get(ids.billing).lifecycle == Lifecycle.VERIFIED
+        await pilot.press(*"the job was retired", "enter")
+        await settle(pilot)
+        await until(pilot, lambda: "lifecycle: rejected" in content())
+        assert ids.billing not in {r.memory.id for r in mind.recall("billing import", peek=True)}
+        await pilot.press("u")
+        await settle(pilot)
+        await until(pilot, lambda: "lifecycle: active" in content())
+
+    run(check, app)
+    assert mind.get(ids.billing).lifecycle == Lifecycle.ACTIVE
+    actions = mind.events(memory_id=ids.billing, kinds=[EventKind.OPERATOR_ACTION])
+    assert [e.payload["action"] for e in actions] == ["verify", "reject", "reinstate"]
+    assert actions[1].payload["reason"] == "the job was retired"
+    assert mind.verify().ok
+
+
+def test_the_health_screen_lists_the_findings_and_opens_their_memory(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, ids = seeded
+    mind.relate(ids.billing, Relation.CONTRADICTS, ids.porto)
+    findings = mind.health().findings
+    assert {f.rule for f in findings} >= {"duplicate", "unresolved_contradiction"}
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        await pilot.press("f6")
+        await settle(pilot)
+        assert isinstance(app.screen, HealthScreen)
+        shown = rows(table(app, "#findings"))
+        assert [r[:3] for r in shown] == [
+            [f.rule, f.severity, clip(f.summary, SUMMARY_CELLS)] for f in findings
+        ]
+        assert status_text(app, "#health-status").startswith(
+            f"{len(findings)} findings from {len({f.rule for f in findings})} rules,"
+        )
+        first = findings[0]
+        assert first.action and first.action in status_text(app, "#finding").replace("\n", " ")
+        table(app, "#findings").focus()
+        await pilot.press("enter")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, DetailScreen) and app.screen.memory_id == first.memory_ids[0]
+            ),
+        )
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, HealthScreen)
+
+    run(check, app)
+
+
+def test_a_healthy_mind_says_so(open_mind: Callable[..., Mind]) -> None:
+    mind = open_mind("empty")
+    app = app_for(mind, mode="health")
+
+    async def check(pilot: Pilot[None]) -> None:
+        assert isinstance(app.screen, HealthScreen)
+        assert status_text(app, "#health-status") == "healthy: no findings"
+        assert rows(table(app, "#findings")) == []
+        await pilot.press("enter")  # nothing selected: nothing happens
+        await settle(pilot)
+        assert isinstance(app.screen, HealthScreen)
+
+    run(check, app)
+
+
+def test_a_proposal_staged_on_write_is_approved_from_the_detail(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, _ = seeded
+    mind.remember("The meeting room is on floor 3")
+    new = mind.remember("The meeting room is on floor 5")
+    [staged] = [p for p in mind.proposals() if p.src == new.id]  # supersedes or contradicts
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        await open_detail(pilot, new.id)
+        assert rows(table(app, "#edges"))[0][:3] == [staged.relation.value, "→", "proposed"]
+        table(app, "#edges").focus()
+        await pilot.press("a")
+        await settle(pilot)
+        await until(pilot, lambda: rows(table(app, "#edges"))[0][2] == "active")
+
+    run(check, app)
+    [decided] = mind.relationships(new.id)
+    assert (decided.id, decided.status) == (staged.id, RelationStatus.ACTIVE)
+    assert mind.verify().ok
+
+
 # ---------------------------------------------------------------- knowledge entry
 
 
@@ -564,14 +685,24 @@ def test_every_screen_and_action_is_in_the_command_palette(seeded: tuple[Mind, S
 
     async def check(pilot: Pilot[None]) -> None:
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Workspace", "Memory explorer", "Timeline", "New knowledge", "Help"} <= titles
+        assert {
+            "Workspace",
+            "Memory explorer",
+            "Timeline",
+            "New knowledge",
+            "Health",
+            "Help",
+        } <= titles
         await open_detail(pilot, ids.standup)
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {
             "Retract this memory",
             "Correct this memory",
-            "Approve same_as",
-            "Reject same_as",
+            "Verify this memory",
+            "Reject this memory",
+            "Reinstate this memory",
+            "Approve proposal",
+            "Reject proposal",
         } <= titles
         await pilot.press("ctrl+p")
         await settle(pilot)
@@ -596,7 +727,7 @@ def test_the_help_screen_opens_and_closes_from_the_keyboard(seeded: tuple[Mind, 
         await settle(pilot)
         assert isinstance(app.screen, WorkspaceScreen)
         footer_keys = {b.key for _, b, enabled, _ in app.active_bindings.values() if enabled}
-        assert {"f1", "f2", "f3", "f4", "f5"} <= {k.split(",")[0] for k in footer_keys}
+        assert {"f1", "f2", "f3", "f4", "f5", "f6"} <= {k.split(",")[0] for k in footer_keys}
 
     run(check, app)
 
@@ -675,6 +806,12 @@ async def _help(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
+async def _health(pilot: Pilot[None]) -> None:
+    await settle(pilot)
+    await pilot.press("f6")
+    await settle(pilot)
+
+
 SCREENS: dict[str, Callable[[Pilot[None]], Awaitable[None]]] = {
     "workspace": settle,
     "explorer-search": _search,
@@ -684,6 +821,7 @@ SCREENS: dict[str, Callable[[Pilot[None]], Awaitable[None]]] = {
     "knowledge-errors": _form_errors,
     "retract-prompt": _retract_prompt,
     "help": _help,
+    "health": _health,
 }
 
 

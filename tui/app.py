@@ -23,6 +23,7 @@ from tui.data import MindData
 from tui.screens._base import NoemaScreen
 from tui.screens.detail import DetailScreen
 from tui.screens.explorer import ExplorerScreen
+from tui.screens.health import HealthScreen
 from tui.screens.help import HelpScreen
 from tui.screens.knowledge import KnowledgeScreen
 from tui.screens.workspace import WorkspaceScreen
@@ -43,12 +44,14 @@ class NoemaApp(App[None]):
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
         "workspace": WorkspaceScreen,
         "explorer": ExplorerScreen,
+        "health": HealthScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "switch_mode('workspace')", "Workspace"),
         Binding("f3", "switch_mode('explorer')", "Memories"),
         Binding("f4", "timeline", "Timeline"),
         Binding("f5", "new_knowledge", "New knowledge"),
+        Binding("f6", "switch_mode('health')", "Health"),
         Binding("f1,question_mark", "help", "Help"),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -140,6 +143,9 @@ class NoemaApp(App[None]):
             "New knowledge",
             "Enter operator knowledge through the reconciler",
             self.action_new_knowledge,
+        )
+        yield SystemCommand(
+            "Health", "What to review, merge, refresh or add, rule by rule", self._go("health")
         )
         yield SystemCommand("Help", "Screens and keys", self.action_help)
         commands = getattr(screen, "system_commands", None)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from concepts import (
     AuditEntry,
     Channel,
+    ConfidenceTier,
     Event,
     EventKind,
     Memory,
@@ -29,7 +30,9 @@ from concepts import (
 )
 from noema.errors import InvalidInput, UsageError
 from noema.memory.activation import activation_series, decayed
+from noema.memory.health import HealthReport
 from noema.mind import Mind, recall_query
+from noema.serialize import memory_tier
 
 __all__ = [
     "COMPONENTS",
@@ -91,6 +94,8 @@ class MemoryDetail:
     edges: list[Edge]
     events: list[Event]
     audit: AuditEntry | None
+    #: Its confidence tier at the mind's clock (``noema.serialize.memory_tier``).
+    tier: ConfidenceTier
     activation: list[float] = field(default_factory=list)
 
 
@@ -176,6 +181,7 @@ class MindData:
             events=events,
             audit=self._audit_of(created),
             activation=self.activation(memory, events),
+            tier=memory_tier(memory, self.now()),
         )
 
     def activation(self, memory: Memory, events: list[Event] | None = None) -> list[float]:
@@ -190,6 +196,10 @@ class MindData:
         return activation_series(
             points, self.now(), memory.importance, self.mind.config.half_life_days
         )
+
+    def health(self) -> HealthReport:
+        """The mind's health report: every rule's findings, most urgent first within each."""
+        return self.mind.health()
 
     def _audit_of(self, event: Event | None) -> AuditEntry | None:
         """The audit-chain entry covering ``event``: the memory's place in the chain."""
@@ -206,6 +216,18 @@ class MindData:
     def correct(self, memory_id: str, content: str) -> Memory:
         """Supersede the memory with ``content`` as an operator correction."""
         return self.mind.supersede(memory_id, content, channel=Channel.OPERATOR)
+
+    def verify(self, memory_id: str) -> Memory:
+        """Mark the memory verified knowledge, as the operator."""
+        return self.mind.verify_memory(memory_id)
+
+    def reject(self, memory_id: str, reason: str) -> Memory:
+        """Reject the memory with ``reason``: it leaves normal recall."""
+        return self.mind.reject_memory(memory_id, reason=reason)
+
+    def reinstate(self, memory_id: str) -> Memory:
+        """Take a rejected or stale memory back into active knowledge."""
+        return self.mind.reinstate_memory(memory_id)
 
     def decide(self, relationship_id: str, *, approve: bool) -> Relationship:
         """Approve or reject a proposal."""

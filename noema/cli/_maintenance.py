@@ -1,6 +1,6 @@
 """The commands that look after a mind as a whole.
 
-decay, embed-missing, reindex, verify, checkpoint, export, import, stats and forget.
+decay, embed-missing, reindex, verify, checkpoint, export, import, stats, health and forget.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "cmd_embed_missing",
     "cmd_export",
     "cmd_forget",
+    "cmd_health",
     "cmd_import",
     "cmd_reindex",
     "cmd_stats",
@@ -185,6 +186,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for group in ("by_kind", "by_status"):
         lines.extend(f"  {name:<18} {count}" for name, count in stats[group].items())
     render.reply(args.json, stats, *lines)
+    return EXIT_OK
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    """``noema health``: the health rules' findings, grouped by rule, with suggested actions.
+
+    Returns:
+        0 whenever the report ran, whatever it found.
+    """
+    if args.limit < 1:
+        raise UsageError(f"health: --limit must be at least 1, got {args.limit}")
+    with open_mind(args) as mind:
+        report = mind.health(rules=args.rule or None, limit=args.limit)
+    render.reply(args.json, serialize.health_json(report), *render.health_lines(report))
     return EXIT_OK
 
 

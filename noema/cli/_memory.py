@@ -14,14 +14,15 @@ from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
 from noema.cli._options import filter_fields, given
-from noema.errors import InvalidInput, UsageError, from_validation
+from noema.errors import InvalidInput, NotFound, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.mind import recall_query
+from noema.mind import Mind, recall_query
 
 __all__ = [
     "cmd_decide",
     "cmd_events",
     "cmd_feedback",
+    "cmd_lifecycle",
     "cmd_proposals",
     "cmd_recall",
     "cmd_relate",
@@ -90,14 +91,18 @@ def cmd_remember(args: argparse.Namespace) -> int:
     item = _memory_input(fields | {"tags": tuple(args.tag)})
     with open_mind(args) as mind:
         memory = mind.remember_many([item], force=args.force)[0]
-    render.reply(args.json, serialize.memory_json(memory), render.memory_line(memory))
+        now = mind.clock.now()
+    render.reply(args.json, serialize.memory_json(memory, at=now), render.memory_line(memory))
     return EXIT_OK
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """``noema recall``: the memories for QUERY, each with the components of its score."""
     filters = filter_fields(args) | given(
-        key=args.key, min_confidence=args.min_confidence, min_feedback=args.min_feedback
+        key=args.key,
+        min_confidence=args.min_confidence,
+        min_feedback=args.min_feedback,
+        lifecycles=tuple(args.lifecycle) or None,
     )
     request = recall_query(
         args.query,
@@ -130,12 +135,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         memory = mind.get(args.id)
         edges = mind.relationships(memory.id)
         events = mind.events(memory_id=memory.id)
+        now = mind.clock.now()
     shape = {
-        **serialize.memory_json(memory),
+        **serialize.memory_json(memory, at=now),
         "relationships": [serialize.relationship_json(e) for e in edges],
         "events": [serialize.event_json(e) for e in events],
     }
-    render.reply(args.json, shape, *render.detail_lines(memory, edges, events, headings=True))
+    lines = render.detail_lines(memory, edges, events, headings=True, at=now)
+    render.reply(args.json, shape, *lines)
     return EXIT_OK
 
 
@@ -145,7 +152,8 @@ def cmd_retract(args: argparse.Namespace) -> int:
         raise InvalidInput("reason: a retraction needs a reason")
     with open_mind(args) as mind:
         memory = mind.retract(args.id, reason=args.reason)
-    render.reply(args.json, serialize.memory_json(memory), f"retracted {memory.id}")
+        now = mind.clock.now()
+    render.reply(args.json, serialize.memory_json(memory, at=now), f"retracted {memory.id}")
     return EXIT_OK
 
 
@@ -163,29 +171,108 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     """``noema memory feedback``: rate a memory from -1 to 1."""
     with open_mind(args) as mind:
         memory = mind.feedback(args.id, args.value, note=args.note)
+        now = mind.clock.now()
     render.reply(
         args.json,
-        serialize.memory_json(memory),
+        serialize.memory_json(memory, at=now),
         f"{memory.id}  confidence now {memory.confidence:.3f}",
     )
     return EXIT_OK
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
-    """``noema memory proposals``: the pending ``same_as`` merge proposals."""
+    """``noema memory proposals``: every pending proposal, oldest first, with its evidence.
+
+    ``same_as`` merges and the ``supersedes`` and ``contradicts`` edges that
+    write-time detection staged, each with both ends' content.
+    """
     with open_mind(args) as mind:
         proposals = mind.proposals()
-    lines = [render.relationship_line(p) for p in proposals] or ["no pending proposals"]
-    render.reply(args.json, [serialize.relationship_json(p) for p in proposals], *lines)
+        ends = {
+            m.id: m for m in mind.get_many(sorted({i for p in proposals for i in (p.src, p.dst)}))
+        }
+    lines = [line for p in proposals for line in render.proposal_lines(p, ends)]
+    render.reply(
+        args.json,
+        [serialize.proposal_json(p, ends) for p in proposals],
+        *(lines or ["no pending proposals"]),
+    )
     return EXIT_OK
 
 
+def _reason(args: argparse.Namespace, action: str) -> str | None:
+    """``--reason`` as given, ``None`` when it was not; a blank one is refused."""
+    if args.reason is None:
+        return None
+    if not args.reason.strip():
+        raise InvalidInput(f"reason: to {action} a memory, give a reason that is not blank")
+    return str(args.reason)
+
+
+def _pending(mind: Mind, relationship_id: str) -> bool:
+    """Whether ``relationship_id`` names a pending proposal of the mind."""
+    return any(p.id == relationship_id for p in mind.proposals())
+
+
+def _is_memory(mind: Mind, memory_id: str) -> bool:
+    try:
+        mind.get(memory_id)
+    except NotFound:
+        return False
+    return True
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
-    """``noema memory approve`` and ``reject``: decide a merge proposal."""
+    """``noema memory approve`` and ``reject``: decide a proposal; ``reject`` a memory too.
+
+    ``reject ID`` rejects the pending proposal ID; when ID is a memory instead,
+    it rejects the memory (which leaves normal recall), and then needs ``--reason``.
+    """
     with open_mind(args) as mind:
-        edge = mind.approve(args.id) if args.approve else mind.reject(args.id)
+        if args.approve:
+            edge = mind.approve(args.id)
+        elif _pending(mind, args.id) or not _is_memory(mind, args.id):
+            try:
+                edge = mind.reject(args.id)  # a decided proposal says so
+            except NotFound:
+                raise NotFound(
+                    f"no pending proposal or memory {args.id} in mind {mind.name!r}"
+                ) from None
+        else:
+            return _reject_memory(args, mind)
     verb = "approved" if args.approve else "rejected"
     render.reply(args.json, serialize.relationship_json(edge), f"{verb} {edge.id}")
+    return EXIT_OK
+
+
+def _reject_memory(args: argparse.Namespace, mind: Mind) -> int:
+    reason = _reason(args, "reject")
+    if reason is None:
+        raise UsageError(f"reject: rejecting memory {args.id} needs --reason")
+    memory = mind.reject_memory(args.id, reason=reason)
+    shape = serialize.memory_json(memory, at=mind.clock.now())
+    render.reply(args.json, shape, f"rejected memory {memory.id}: it leaves normal recall")
+    return EXIT_OK
+
+
+def cmd_lifecycle(args: argparse.Namespace) -> int:
+    """``noema memory verify`` and ``reinstate``: a memory's lifecycle, by the operator.
+
+    ``verify`` marks it verified knowledge; ``reinstate`` takes a rejected or
+    stale memory back. ``--reason`` is recorded in the operator action.
+    """
+    reason = _reason(args, args.lifecycle_action)
+    with open_mind(args) as mind:
+        change = mind.verify_memory if args.lifecycle_action == "verify" else mind.reinstate_memory
+        memory = change(args.id) if reason is None else change(args.id, reason=reason)
+        now = mind.clock.now()
+    done = "verified" if args.lifecycle_action == "verify" else "reinstated"
+    tier = serialize.memory_tier(memory, now).value
+    render.reply(
+        args.json,
+        serialize.memory_json(memory, at=now),
+        f"{done} {memory.id}  lifecycle {memory.lifecycle.value}, {tier} confidence",
+    )
     return EXIT_OK
 
 

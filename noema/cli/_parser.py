@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from concepts import Channel, Epistemic, MemoryKind, Relation
+from concepts import Channel, Epistemic, Lifecycle, MemoryKind, Relation
 from noema.cli._faces import cmd_mcp, cmd_shell, cmd_tui
 from noema.cli._maintenance import (
     cmd_checkpoint,
@@ -19,6 +19,7 @@ from noema.cli._maintenance import (
     cmd_embed_missing,
     cmd_export,
     cmd_forget,
+    cmd_health,
     cmd_import,
     cmd_reindex,
     cmd_stats,
@@ -28,6 +29,7 @@ from noema.cli._memory import (
     cmd_decide,
     cmd_events,
     cmd_feedback,
+    cmd_lifecycle,
     cmd_proposals,
     cmd_recall,
     cmd_relate,
@@ -38,6 +40,7 @@ from noema.cli._memory import (
 from noema.cli._options import add_filters, choices, path
 from noema.cli._run_observe import cmd_observe, cmd_run
 from noema.errors import UsageError
+from noema.memory.health import RULES
 
 __all__ = ["Parser", "build_parser"]
 
@@ -130,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=10, metavar="N")
     p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
     add_filters(p)
+    p.add_argument(
+        "--lifecycle",
+        action="append",
+        default=[],
+        choices=choices(Lifecycle),
+        help="only memories in this lifecycle (repeatable; default: all but rejected)",
+    )
     p.add_argument("--key", metavar="KEY")
     p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
     p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
@@ -168,10 +178,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("value", type=float)
     p.add_argument("--note")
-    memory.add("proposals", cmd_proposals, "pending same_as merge proposals")
-    for name, approve in (("approve", True), ("reject", False)):
-        p = memory.add(name, cmd_decide, f"{name} a merge proposal", approve=approve)
-        p.add_argument("id", help="the proposal's relationship id")
+    memory.add(
+        "proposals",
+        cmd_proposals,
+        "pending proposals (same_as, supersedes, contradicts), oldest first, with evidence",
+    )
+    p = memory.add("approve", cmd_decide, "approve a pending proposal", approve=True)
+    p.add_argument("id", help="the proposal's relationship id")
+    p = memory.add(
+        "reject",
+        cmd_decide,
+        "reject a pending proposal, or a memory (it leaves normal recall)",
+        approve=False,
+    )
+    p.add_argument("id", help="a pending proposal's relationship id, or a memory id")
+    p.add_argument(
+        "--reason",
+        help="why the memory is not knowledge (required for a memory; "
+        "a proposal's rejection records none)",
+    )
+    for name, text in (
+        ("verify", "mark a memory verified knowledge"),
+        ("reinstate", "take a rejected or stale memory back into active knowledge"),
+    ):
+        p = memory.add(name, cmd_lifecycle, text, lifecycle_action=name)
+        p.add_argument("id")
+        p.add_argument("--reason", help="recorded in the operator action")
     memory.add_json_options()
 
     p = commands.add("events", cmd_events, "the event log, newest last")
@@ -214,6 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add("import", cmd_import, "restore an export into an empty mind")
     p.add_argument("file", type=path)
     commands.add("stats", cmd_stats, "memory counts by kind and status")
+    p = commands.add(
+        "health", cmd_health, "what to review, merge, refresh or add: findings by rule"
+    )
+    p.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        choices=RULES,
+        metavar="NAME",
+        help=f"run only this rule (repeatable): {', '.join(RULES)}",
+    )
+    p.add_argument("--limit", type=int, default=100, metavar="N", help="most findings per rule")
     commands.add("shell", cmd_shell, "an interactive remember/recall session", json=False)
 
     # ------------------------------------------------ the workspace: noema.cli._run_observe
@@ -265,7 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", dest="tui_db", metavar="URL", help="as the global --db")
     p.add_argument("--mind", dest="tui_mind", metavar="NAME", help="as the global --mind")
     p.add_argument(
-        "--screen", choices=["workspace", "explorer"], default="workspace", help="first screen"
+        "--screen",
+        choices=["workspace", "explorer", "health"],
+        default="workspace",
+        help="first screen",
     )
     p.add_argument(
         "--poll", type=float, default=1.0, metavar="SECONDS", help="how often to look for writes"

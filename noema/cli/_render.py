@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 from concepts import Event, Memory, RecallResult, Relationship
 from noema.clock import iso
 from noema.memory.decay import DecayReport
-from noema.serialize import plain
+from noema.memory.health import HealthReport
+from noema.serialize import memory_tier, plain, result_tier
 
 NOTHING_RECALLED = "nothing recalled"
 
@@ -55,9 +57,13 @@ def memory_line(memory: Memory) -> str:
     )
 
 
-def memory_detail(memory: Memory) -> str:
-    """A memory's line followed by each of its other fields that holds a value."""
-    lines = [memory_line(memory)]
+def memory_detail(memory: Memory, *, at: datetime | None = None) -> str:
+    """A memory's line, its lifecycle and confidence tier (at ``at``), then its other fields."""
+    lines = [
+        memory_line(memory),
+        f"  lifecycle: {memory.lifecycle.value}",
+        f"  tier: {memory_tier(memory, at).value}",
+    ]
     for name in (
         "channel",
         "tags",
@@ -85,6 +91,7 @@ def detail_lines(
     events: Sequence[Event],
     *,
     headings: bool,
+    at: datetime | None = None,
 ) -> list[str]:
     """A memory in detail, then its relationships and its events, indented.
 
@@ -93,11 +100,12 @@ def detail_lines(
         edges: its relationships.
         events: the events that cite it.
         headings: put ``relationships:`` and ``events:`` above their (non-empty) lists.
+        at: when its confidence tier is judged (the mind's clock); now when ``None``.
 
     Returns:
         The lines to print.
     """
-    lines = [memory_detail(memory)]
+    lines = [memory_detail(memory, at=at)]
     for heading, group in (
         ("relationships:", [relationship_line(e) for e in edges]),
         ("events:", [event_line(e) for e in events]),
@@ -109,13 +117,17 @@ def detail_lines(
 
 
 def result_line(result: RecallResult) -> str:
-    """A recall result in two lines: rank, score and content; then id, kinds and components."""
+    """A recall result in two lines: rank, score and content; then id, kinds, trust, components.
+
+    Trust is the memory's lifecycle and its confidence tier as of the recall.
+    """
     m = result.memory
     parts = " ".join(f"{k}={v:.3f}" for k, v in result.components.items() if v)
     conflict = f"\n     conflicts with: {', '.join(result.conflicts)}" if result.conflicts else ""
+    trust = f"{m.lifecycle.value}, {result_tier(result).value} confidence"
     return (
         f"{result.rank:>3}. {result.score:.3f}  {m.content}\n"
-        f"     {m.id}  {m.kind.value}/{m.epistemic.value}  ({parts}){conflict}"
+        f"     {m.id}  {m.kind.value}/{m.epistemic.value}  {trust}  ({parts}){conflict}"
     )
 
 
@@ -128,6 +140,61 @@ def relationship_line(edge: Relationship) -> str:
     """An edge as ``id  src --relation--> dst``, with its status unless active."""
     status = "" if edge.status == "active" else f" [{edge.status.value}]"
     return f"{edge.id}  {edge.src} --{edge.relation.value}--> {edge.dst}{status}"
+
+
+def clip(text: str, cells: int = 60) -> str:
+    """``text`` on one line, cut to ``cells`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= cells else line[: cells - 1] + "…"
+
+
+def evidence_text(evidence: Mapping[str, Any], cells: int = 200) -> str:
+    """Evidence on one line, ``name=value`` with values as JSON, cut to ``cells``."""
+    text = ", ".join(f"{k}={json.dumps(plain(v), ensure_ascii=False)}" for k, v in evidence.items())
+    return clip(text, cells)
+
+
+def proposal_lines(edge: Relationship, ends: Mapping[str, Memory]) -> list[str]:
+    """A pending proposal: its edge and confidence, both ends' content, and its evidence."""
+
+    def end(memory_id: str) -> str:
+        memory = ends.get(memory_id)
+        return f"{memory_id}  {clip(memory.content) if memory else '(not found)'}"
+
+    lines = [
+        f"{edge.id}  {edge.relation.value}  confidence {edge.confidence:.2f}  "
+        f"proposed {iso(edge.created_at)[:19]}Z by {edge.source}",
+        f"  src {end(edge.src)}",
+        f"  dst {end(edge.dst)}",
+    ]
+    if edge.evidence:
+        lines.append(f"  evidence: {evidence_text(edge.evidence)}")
+    return lines
+
+
+def health_lines(report: HealthReport) -> list[str]:
+    """A health report for people: its findings grouped by rule, or that there are none."""
+    if report.ok:
+        return [f"healthy: no findings (mind {report.mind}, {iso(report.at)[:19]}Z)"]
+    count = len(report.findings)
+    lines = [
+        f"{count} finding{'' if count == 1 else 's'} (mind {report.mind}, {iso(report.at)[:19]}Z)"
+    ]
+    rule = None
+    for finding in report.findings:
+        if finding.rule != rule:
+            rule = finding.rule
+            listed = sum(f.rule == rule for f in report.findings)
+            more = report.left_off.get(rule, 0)
+            lines.append(f"{rule} ({listed}{f', {more} more not shown' if more else ''}):")
+        lines.append(f"  [{finding.severity}] {finding.summary}")
+        if finding.memory_ids:
+            lines.append(f"    memories: {', '.join(finding.memory_ids)}")
+        if finding.evidence:
+            lines.append(f"    evidence: {evidence_text(finding.evidence)}")
+        if finding.action:
+            lines.append(f"    action: {finding.action}")
+    return lines
 
 
 def event_line(event: Event) -> str:

@@ -86,7 +86,8 @@ class Shell(cmd.Cmd):
         memory = self.mind.get(arg.strip())
         edges = self.mind.relationships(memory.id)
         events = self.mind.events(memory_id=memory.id)
-        for line in render.detail_lines(memory, edges, events, headings=False):
+        now = self.mind.clock.now()
+        for line in render.detail_lines(memory, edges, events, headings=False, at=now):
             print(line)
 
     def do_retract(self, arg: str) -> None:

@@ -41,7 +41,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from concepts import Channel
+from concepts import Channel, Memory
 from noema import serialize
 from noema._arguments import argument_error
 from noema.errors import NoemaError
@@ -59,9 +59,12 @@ WriteChannel = Literal["user", "tool", "source", "low"]
 INSTRUCTIONS = """\
 Long-term memory of one Noema mind. `recall` before answering from memory: each
 result says why it ranked (text, vector, recency, activation, importance,
-credibility). `remember` what is worth keeping, with its epistemic kind (fact,
-observation, claim, belief, ...). Correct with `supersede` (a new version) or
-`retract` (inaccurate, with a reason); nothing is silently deleted.
+credibility, status) and how far to trust it (`lifecycle`, confidence `tier`).
+`remember` what is worth keeping, with its epistemic kind (fact, observation,
+claim, belief, ...). Correct with `supersede` (a new version), `retract`
+(inaccurate, with a reason) or `reject_memory` (not knowledge, with a reason);
+confirm with `verify_memory`. `health` lists what to review; `proposals` what
+waits for a decision. Nothing is silently deleted.
 """
 
 
@@ -220,6 +223,10 @@ def build_server(mind: Mind) -> NoemaServer:
     """An MCP server whose tools read and write ``mind`` and nothing else."""
     server = NoemaServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def memory_json(memory: Memory) -> dict[str, Any]:
+        """A memory's JSON, its confidence tier judged at the mind's clock."""
+        return serialize.memory_json(memory, at=mind.clock.now())
+
     @server.tool()
     async def remember(
         content: str,
@@ -260,7 +267,7 @@ def build_server(mind: Mind) -> NoemaServer:
             tags=tags or [],
             valid_from=valid_from,
         )
-        return serialize.memory_json(memory)
+        return memory_json(memory)
 
     @server.tool()
     async def recall(
@@ -274,12 +281,16 @@ def build_server(mind: Mind) -> NoemaServer:
         as_of: str | None = None,
         peek: bool = False,
         deep: bool = False,
+        lifecycles: list[str] | None = None,
     ) -> dict[str, Any]:
         """Recall memories for ``query``, best first, each with its score components.
 
-        Filters: ``kinds``, ``epistemics``, ``statuses`` (default active), ``tags``,
-        ``key``. ``as_of`` (ISO) asks what the mind held true then. ``peek``
-        recalls without reinforcing. ``deep`` reranks a wide pool (slower, better).
+        Each result carries its ``lifecycle`` and confidence ``tier`` (high,
+        moderate, low, exploratory, stale). Filters: ``kinds``, ``epistemics``,
+        ``statuses`` (default active), ``tags``, ``key``, ``lifecycles`` (default
+        all but rejected). ``as_of`` (ISO) asks what the mind held true then.
+        ``peek`` recalls without reinforcing. ``deep`` reranks a wide pool
+        (slower, better).
         """
         filters: dict[str, Any] = {
             name: tuple(values)
@@ -288,6 +299,7 @@ def build_server(mind: Mind) -> NoemaServer:
                 ("epistemics", epistemics),
                 ("statuses", statuses),
                 ("tags", tags),
+                ("lifecycles", lifecycles),
             )
             if values
         }
@@ -311,7 +323,7 @@ def build_server(mind: Mind) -> NoemaServer:
         memory = await _call(mind.get, id)
         edges = await _call(mind.relationships, id)
         return {
-            **serialize.memory_json(memory),
+            **memory_json(memory),
             "relationships": [serialize.relationship_json(e) for e in edges],
         }
 
@@ -340,17 +352,17 @@ def build_server(mind: Mind) -> NoemaServer:
     @server.tool()
     async def retract(id: str, reason: str) -> dict[str, Any]:
         """Mark a memory inaccurate, with the reason; it stays for provenance."""
-        return serialize.memory_json(await _call(mind.retract, id, reason=reason))
+        return memory_json(await _call(mind.retract, id, reason=reason))
 
     @server.tool()
     async def supersede(id: str, content: str) -> dict[str, Any]:
         """Amend a memory: ``content`` becomes its new version (same kind and key)."""
-        return serialize.memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
+        return memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
 
     @server.tool()
     async def feedback(id: str, value: float, note: str | None = None) -> dict[str, Any]:
         """Rate a memory from -1 (wrong, useless) to 1 (true, useful)."""
-        return serialize.memory_json(await _call(mind.feedback, id, value, note=note))
+        return memory_json(await _call(mind.feedback, id, value, note=note))
 
     @server.tool()
     async def timeline(id: str, limit: int = 100) -> dict[str, Any]:
@@ -363,19 +375,58 @@ def build_server(mind: Mind) -> NoemaServer:
 
     @server.tool()
     async def proposals() -> dict[str, Any]:
-        """Pending ``same_as`` merge proposals."""
+        """Every pending proposal, oldest first: ``same_as``, ``supersedes``, ``contradicts``.
+
+        Each with its ``evidence`` (why it was staged) and both ends' content.
+        """
         found = await _call(mind.proposals)
-        return {"proposals": [serialize.relationship_json(e) for e in found]}
+        ids = sorted({i for edge in found for i in (edge.src, edge.dst)})
+        ends = {m.id: m for m in await _call(mind.get_many, ids)}
+        return {"proposals": [serialize.proposal_json(e, ends) for e in found]}
 
     @server.tool()
     async def approve(id: str) -> dict[str, Any]:
-        """Approve a merge proposal (by relationship id): its source is archived into it."""
+        """Approve a pending proposal (by relationship id) and do what it says.
+
+        A ``same_as`` merges its source into its target, a ``supersedes`` closes
+        its target, a ``contradicts`` flags the pair.
+        """
         return serialize.relationship_json(await _call(mind.approve, id))
 
     @server.tool()
     async def reject(id: str) -> dict[str, Any]:
-        """Reject a merge proposal (by relationship id); both memories stay."""
+        """Reject a pending proposal (by relationship id); both memories stay."""
         return serialize.relationship_json(await _call(mind.reject, id))
+
+    @server.tool()
+    async def verify_memory(id: str, reason: str | None = None) -> dict[str, Any]:
+        """Mark a memory verified knowledge (it ranks highest); ``reason`` is recorded."""
+        if reason is None:
+            return memory_json(await _call(mind.verify_memory, id))
+        return memory_json(await _call(mind.verify_memory, id, reason=reason))
+
+    @server.tool()
+    async def reject_memory(id: str, reason: str) -> dict[str, Any]:
+        """Reject a memory, with the reason: it is not knowledge and leaves normal recall."""
+        return memory_json(await _call(mind.reject_memory, id, reason=reason))
+
+    @server.tool()
+    async def reinstate_memory(id: str, reason: str | None = None) -> dict[str, Any]:
+        """Take a rejected or stale memory back into active knowledge."""
+        if reason is None:
+            return memory_json(await _call(mind.reinstate_memory, id))
+        return memory_json(await _call(mind.reinstate_memory, id, reason=reason))
+
+    @server.tool()
+    async def health(rules: list[str] | None = None, limit: int = 100) -> dict[str, Any]:
+        """What to review, merge, refresh or add: deterministic findings, rule by rule.
+
+        Each finding has its rule, severity, memory ids, summary, evidence and a
+        suggested action. ``rules`` runs only those (default all); ``limit`` caps
+        the findings per rule.
+        """
+        report = await _call(mind.health, rules=rules, limit=limit)
+        return serialize.health_json(report)
 
     @server.tool()
     async def verify() -> dict[str, Any]:

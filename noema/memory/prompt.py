@@ -4,10 +4,14 @@ The block groups memories by kind under a fixed order of headings, best-ranked
 first inside each group::
 
     ## Facts and knowledge
-    - Alice lives in Paris. [fact, confidence 0.80, source user, 2026-01-01]
+    - Alice lives in Paris. [fact, confidence 0.80 (moderate), source user, 2026-01-01]
 
     ## Events
-    - Met Alice at the station. [observation, confidence 0.80, source user, 2026-01-02]
+    - Met Alice at the station. [observation, confidence 0.80 (moderate), source user, 2026-01-02]
+
+The standard and full tiers name each memory's confidence tier (``high``,
+``moderate``, ``low``, ``exploratory`` or ``stale``, as of the recall:
+``noema.serialize.result_tier``), so a model can tell settled knowledge from a guess.
 
 Content is user text. In the one-line tiers its line breaks become spaces, so
 one memory is always one bullet; in the ``full`` tier its extra lines are
@@ -23,6 +27,7 @@ from typing import Literal
 
 from concepts import MemoryKind, RecallResult
 from noema.errors import InvalidInput
+from noema.serialize import result_tier
 
 __all__ = ["TIERS", "Tier", "format_memories"]
 
@@ -140,7 +145,8 @@ def _summary(result: RecallResult) -> str:
 def _standard(result: RecallResult) -> str:
     memory = result.memory
     facts = (
-        f"{memory.epistemic.value}, confidence {memory.confidence:.2f}, "
+        f"{memory.epistemic.value}, confidence {memory.confidence:.2f} "
+        f"({result_tier(result).value}), "
         f"source {memory.channel.value}, {memory.recorded_at.date().isoformat()}"
     )
     if memory.tags:
@@ -163,12 +169,14 @@ def _full(result: RecallResult) -> str:
         ("epistemic", memory.epistemic.value),
         ("channel", memory.channel.value),
         ("confidence", f"{memory.confidence:.3f}"),
+        ("confidence_tier", result_tier(result).value),
         ("credibility", f"{memory.credibility:.3f}"),
         ("recorded_at", memory.recorded_at.isoformat()),
         ("valid_from", memory.valid_from.isoformat()),
         ("valid_to", memory.valid_to.isoformat() if memory.valid_to else None),
         ("score", _score(result)),
         ("status", memory.status.value),
+        ("lifecycle", memory.lifecycle.value),
         ("origin_event", memory.origin_event),
         ("tags", ", ".join(memory.tags) or None),
         ("contradicts", ", ".join(result.conflicts) or None),

@@ -1,4 +1,9 @@
-"""A memory's detail: fields, provenance, relationships, citing events; and its corrections."""
+"""A memory's detail: fields, provenance, relationships, citing events; and its corrections.
+
+Corrections: retract (with a reason), correct (supersede), verify, reject (with a
+reason: it leaves normal recall), reinstate, and approve or reject a pending
+proposal among its relationships.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from concepts import Event, Relation, RelationStatus, Status
+from concepts import Event, Lifecycle, RelationStatus, Status
 from noema.clock import iso
 from noema.errors import NoemaError
 from tui.data import Edge, MemoryDetail
@@ -23,6 +28,15 @@ from tui.screens.prompt import PromptScreen
 from tui.widgets import ActivationSpark
 
 __all__ = ["DetailScreen", "event_summary"]
+
+
+#: How the detail's first line shows a lifecycle (others: bold).
+LIFECYCLE_STYLES = {
+    Lifecycle.VERIFIED: "bold green",
+    Lifecycle.CANDIDATE: "bold yellow",
+    Lifecycle.STALE: "bold yellow",
+    Lifecycle.REJECTED: "bold red",
+}
 
 
 def when(value: Any) -> str:
@@ -47,8 +61,11 @@ class DetailScreen(DataScreen):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "retract", "Retract"),
         Binding("c", "correct", "Correct"),
-        Binding("a", "approve", "Approve same_as"),
-        Binding("x", "reject", "Reject same_as"),
+        Binding("v", "verify", "Verify"),
+        Binding("n", "reject_memory", "Reject"),
+        Binding("u", "reinstate", "Reinstate"),
+        Binding("a", "approve", "Approve proposal"),
+        Binding("x", "reject", "Reject proposal"),
     ]
 
     def __init__(self, memory_id: str) -> None:
@@ -99,6 +116,9 @@ class DetailScreen(DataScreen):
         content.append(
             m.status.value, style="bold green" if m.status == Status.ACTIVE else "bold red"
         )
+        content.append(" · lifecycle: ", style="bold")
+        content.append(m.lifecycle.value, style=LIFECYCLE_STYLES.get(m.lifecycle, "bold"))
+        content.append(f" · confidence: {detail.tier.value}", style="bold")
         content.append("\n" + m.content)
         if m.summary:
             content.append(f"\nsummary: {m.summary}", style="italic")
@@ -200,11 +220,22 @@ class DetailScreen(DataScreen):
         yield SystemCommand(
             "Correct this memory", "Supersede it with new content", self.action_correct
         )
+        yield SystemCommand("Verify this memory", "Mark it verified knowledge", self.action_verify)
         yield SystemCommand(
-            "Approve same_as", "Approve the selected merge proposal", self.action_approve
+            "Reject this memory",
+            "Not knowledge, with a reason: it leaves normal recall",
+            self.action_reject_memory,
         )
         yield SystemCommand(
-            "Reject same_as", "Reject the selected merge proposal", self.action_reject
+            "Reinstate this memory",
+            "Take a rejected or stale memory back",
+            self.action_reinstate,
+        )
+        yield SystemCommand(
+            "Approve proposal", "Approve the selected pending proposal", self.action_approve
+        )
+        yield SystemCommand(
+            "Reject proposal", "Reject the selected pending proposal", self.action_reject
         )
 
     def action_retract(self) -> None:
@@ -278,25 +309,83 @@ class DetailScreen(DataScreen):
         self.noema.poll()
         self.show_memory(new.id)
 
+    def action_verify(self) -> None:
+        """Mark the memory verified knowledge (V), unless it is verified already."""
+        if self.detail is None:
+            return
+        if self.detail.memory.lifecycle == Lifecycle.VERIFIED:
+            self.notify("this memory is already verified", severity="warning")
+            return
+        self._lifecycle("verify")
+
+    def action_reinstate(self) -> None:
+        """Take a rejected or stale memory back into active knowledge (U)."""
+        if self.detail is None:
+            return
+        if self.detail.memory.lifecycle not in (Lifecycle.REJECTED, Lifecycle.STALE):
+            self.notify("only a rejected or stale memory can be reinstated", severity="warning")
+            return
+        self._lifecycle("reinstate")
+
+    def action_reject_memory(self) -> None:
+        """Ask why the memory is not knowledge, then reject it (N), unless it is rejected."""
+        if self.detail is None:
+            return
+        if self.detail.memory.lifecycle == Lifecycle.REJECTED:
+            self.notify("this memory is already rejected", severity="warning")
+            return
+
+        def check(reason: str) -> str | None:
+            return None if reason.strip() else "a rejection needs a reason"
+
+        self.app.push_screen(
+            PromptScreen("Reject: why is this memory not knowledge?", "reason", check=check),
+            self._reject_with,
+        )
+
+    def _reject_with(self, reason: str | None) -> None:
+        if reason is not None:
+            self._lifecycle("reject", reason)
+
+    @work(group="write")
+    async def _lifecycle(self, action: str, reason: str = "") -> None:
+        data = self.noema.data
+        try:
+            if action == "reject":
+                memory = await self.noema.db(data.reject, self.memory_id, reason)
+            else:
+                change = data.verify if action == "verify" else data.reinstate
+                memory = await self.noema.db(change, self.memory_id)
+        except NoemaError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"{action}: the memory is {memory.lifecycle.value} now")
+        self.noema.poll()
+
     def action_approve(self) -> None:
-        """Approve the selected ``same_as`` merge (A): the proposer is archived into its target."""
+        """Approve the selected pending proposal (A) and do what it says.
+
+        A ``same_as`` archives the proposer into its target; a ``supersedes``
+        closes its target; a ``contradicts`` flags the pair.
+        """
         self._decide(approve=True)
 
     def action_reject(self) -> None:
-        """Reject the selected ``same_as`` merge (X): both memories stay as they are."""
+        """Reject the selected pending proposal (X): both memories stay as they are."""
         self._decide(approve=False)
 
     @work(group="write")
     async def _decide(self, *, approve: bool) -> None:
         edge = self._edge()
         r = edge.relationship if edge else None
-        if r is None or r.relation != Relation.SAME_AS or r.status != RelationStatus.PROPOSED:
-            self.notify("select a proposed same_as relationship first", severity="warning")
+        if r is None or r.status != RelationStatus.PROPOSED:
+            self.notify("select a pending proposal first", severity="warning")
             return
         try:
             await self.noema.db(self.noema.data.decide, r.id, approve=approve)
         except NoemaError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.notify("merge approved" if approve else "merge rejected")
+        verb = "approved" if approve else "rejected"
+        self.notify(f"{r.relation.value} proposal {verb}")
         self.noema.poll()

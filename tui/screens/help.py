@@ -25,6 +25,7 @@ screen and every action of the screen on view is there.
 | F3 | memory explorer: search, score components, filters |
 | F4 | timeline: memories in the order they were recorded |
 | F5 | enter operator knowledge |
+| F6 | health: what to review, merge, refresh or add, with actions |
 | F1 or ? | this help |
 | Ctrl+P | command palette |
 | Ctrl+Q | quit |
@@ -40,9 +41,16 @@ screen and every action of the screen on view is there.
 |---|---|
 | r | retract, with a reason (an operator action in the audit chain) |
 | c | correct: the new content supersedes the memory |
-| a / x | approve / reject the selected `same_as` proposal |
+| v | verify: mark it verified knowledge |
+| n | reject, with a reason: not knowledge, it leaves normal recall |
+| u | reinstate a rejected or stale memory |
+| a / x | approve / reject the selected pending proposal (`same_as`, `supersedes`, `contradicts`) |
 | Enter | open the memory at the other end of the selected relationship |
 | Escape | back |
+
+| key | health |
+|---|---|
+| Enter | open the first memory of the selected finding |
 
 Search here never reinforces: looking at a mind does not change what it recalls.
 """
