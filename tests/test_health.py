@@ -1,23 +1,48 @@
 """The health report (``Mind.health``): each rule fires on its problem and keeps quiet otherwise.
 
-Every test runs on every backend (the ``mind`` and ``open_mind`` fixtures).
+Every test runs on every backend (the ``mind`` and ``open_mind`` fixtures). The
+minds here do not detect at write time, so each test stages exactly the edges it
+means; the last test lets detection stage them and the report find them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from concepts import Relationship
-from noema import InvalidInput, ManualClock, Mind, Relation, RelationStatus
+from noema import InvalidInput, ManualClock, Mind, MindConfig, Relation, RelationStatus
 from noema.ids import new_id
 from noema.memory import health
 from noema.memory.health import RULES, Finding, HealthReport
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]
+QUIET = MindConfig(detect_on_write=False)
+
+
+@pytest.fixture
+def open_mind(store_url: str, clock: ManualClock) -> Iterator[OpenMind]:
+    """The conftest's ``open_mind``, but minds stage no proposals unless given a config."""
+    opened: list[Mind] = []
+
+    def _open(name: str = "default", **kwargs: Any) -> Mind:
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("config", QUIET)
+        mind = Mind.open(store_url, name, **kwargs)
+        opened.append(mind)
+        return mind
+
+    yield _open
+    for mind in opened:
+        mind.close()
+
+
+@pytest.fixture
+def mind(open_mind: OpenMind) -> Mind:
+    return open_mind()
 
 
 def found(mind: Mind, rule: str, **kwargs: Any) -> list[Finding]:
@@ -465,3 +490,16 @@ def test_every_rule_still_finds_its_planted_problem_among_hundreds(
     assert by_rule["coverage_gap"][0].evidence["query"] == "quantum chromodynamics lecture"
     assert report.scanned["popular_unexamined"] > 450
     assert report.scanned["orphaned_derived"] == 61
+
+
+def test_what_write_time_detection_stages_is_reported_until_decided(
+    open_mind: OpenMind,
+) -> None:
+    mind = open_mind("detecting", config=MindConfig())
+    said = mind.remember("The release is on Friday")
+    denied = mind.remember("The release is not on Friday")
+    [finding] = found(mind, "unresolved_contradiction")
+    assert set(finding.memory_ids) == {said.id, denied.id}
+    [proposal] = mind.proposals()
+    mind.reject(proposal.id)
+    assert found(mind, "unresolved_contradiction") == []
