@@ -132,6 +132,7 @@ class EventKind(StrEnum):
     OBSERVATION_REFUSED = "observation_refused"
     MEMORY_CREATED = "memory_created"
     MEMORY_RETRIEVED = "memory_retrieved"
+    RECALL_EMPTY = "recall_empty"
     MEMORY_REINFORCED = "memory_reinforced"
     MEMORY_SUPERSEDED = "memory_superseded"
     MEMORY_RETRACTED = "memory_retracted"

@@ -503,3 +503,14 @@ def test_what_write_time_detection_stages_is_reported_until_decided(
     [proposal] = mind.proposals()
     mind.reject(proposal.id)
     assert found(mind, "unresolved_contradiction") == []
+
+
+def test_a_recall_that_found_nothing_is_a_coverage_gap(mind: Mind) -> None:
+    mind.remember("The lighthouse keeper logs the weather")
+    assert mind.recall("zeppelin timetable") == []
+    assert mind.recall("zeppelin timetable", peek=True) == []  # a peek logs nothing
+    [finding] = found(mind, "coverage_gap")
+    assert finding.evidence["query"] == "zeppelin timetable"
+    assert finding.evidence["best_score"] == 0.0 and finding.evidence["best_memory"] is None
+    assert [e.kind for e in mind.events(kinds=["recall_empty"])] == ["recall_empty"]
+    assert mind.verify().ok

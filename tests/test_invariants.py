@@ -185,7 +185,9 @@ def test_invariant_3_minds_are_sealed_from_each_other(open_mind: OpenMind) -> No
         for statuses in (["active"], list(Status)):
             found = {r.memory.id for r in bob.recall(text, limit=100, statuses=statuses, peek=True)}
             assert not found & alice_ids
-    assert bob.recall("aardvark") == []
+    assert bob.recall("aardvark", peek=True) == []
+    # A normal recall that finds nothing logs bob's own query (recall_empty), never alice's.
+    assert bob.recall("secret vault code") == []
     assert bob.events(memory_id=a1.id) == []
     assert all(e.memory_id not in alice_ids for e in bob.events())
     assert bob.relationships(a1.id) == []

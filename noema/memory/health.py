@@ -45,7 +45,7 @@ ties break on ids) and counts the rest (``HealthReport.left_off``).
    ``noema memory approve <proposal>``, or relate the newer ``same_as`` the
    older and approve that.
 5. ``coverage_gap``: a query among the newest ``COVERAGE_EVENTS``
-   ``memory_retrieved`` events whose best result, at its newest recall, came
+   ``memory_retrieved`` and ``recall_empty`` events whose best result, at its newest recall, came
    back weak. The components say what matched: weak is a ``match`` (the sum of
    the query-bound components ``MATCH_COMPONENTS``: words, keys, names, dates,
    graph) below ``COVERAGE_MIN_MATCH``, i.e. nothing of the query matched the
@@ -56,8 +56,8 @@ ties break on ids) and counts the rest (``HealthReport.left_off``).
    match of zero counts. No memory ids; the
    evidence holds the query, the best score and match. Medium severity when
    asked at least ``COVERAGE_REPEATED`` times, else low; newest first. Action:
-   remember something about it. A recall that returned nothing logs no event and
-   so is not seen here.
+   remember something about it. A recall that returned nothing logs a
+   ``recall_empty`` event, read here as a best score and match of 0.
 6. ``popular_unexamined``: a live memory recalled at least ``POPULAR_ACCESSES``
    times, with confidence below ``POPULAR_MAX_CONFIDENCE``, no feedback and not
    verified. Low severity, medium from twice the accesses; most accessed first.
@@ -704,7 +704,7 @@ class _CoverageGap(_Rule):
         events = context.session.run(
             ops.ListEvents(
                 context.mind_id,
-                kinds=[EventKind.MEMORY_RETRIEVED],
+                kinds=[EventKind.MEMORY_RETRIEVED, EventKind.RECALL_EMPTY],
                 limit=COVERAGE_EVENTS,
                 newest_first=True,
             )
@@ -713,6 +713,8 @@ class _CoverageGap(_Rule):
         asked: dict[str, _Asked] = {}
         for event in events:  # newest first: a query's first event is of its newest recall
             payload = event.payload
+            if event.kind == EventKind.RECALL_EMPTY:  # nothing came back at all
+                payload = {**payload, "rank": 1, "score": 0.0, "components": {}}
             query, rank, score = payload.get("query"), payload.get("rank"), payload.get("score")
             components = payload.get("components")
             if not (isinstance(query, str) and query.strip() and isinstance(components, dict)):

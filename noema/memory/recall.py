@@ -23,6 +23,7 @@ from datetime import datetime
 import numpy as np
 
 from concepts import (
+    EventKind,
     MindInfo,
     RecallFilters,
     RecallQuery,
@@ -50,7 +51,9 @@ from noema.memory.adjust import (
 )
 from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights
 from noema.memory.cooccurrence import signal as cooccurrence_signal
+from noema.memory.events import EventLog
 from noema.memory.lanes import HOP_FACTOR, LANES, Hit, graph_lane, text_lane, vector_lane
+from noema.memory.policy import loggable
 from noema.memory.query import QueryPlan, understand
 from noema.memory.reinforce import reinforce_results
 from noema.memory.rerank import Reranker
@@ -138,6 +141,15 @@ class Recaller:
                 reinforce_results(
                     session, self.mind.id, self.config, query.text, results, self.clock.now()
                 )
+        elif not query.peek and query.text.strip():
+            # Nothing came back: the health report's coverage gaps read these.
+            with self.storage.transaction() as session:
+                log = EventLog(self.mind.id, self.clock.now())
+                log.add(
+                    EventKind.RECALL_EMPTY,
+                    payload={"query": loggable(query.text, self.config.policy)},
+                )
+                log.flush(session)
         return results
 
     def query_vector(self, text: str) -> np.ndarray | None:
