@@ -103,6 +103,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,8 @@ __all__ = [
 
 #: Most new memories examined in one call; a larger batch (an import) is skipped.
 DEFAULT_LIMIT = 64
+#: Parsed contents kept between writes.
+_SHAPE_CACHE = 8_192
 #: Candidates each storage query returns for one new memory.
 CANDIDATES_PER_LANE = 20
 #: An entity held by this many memories or more is too common to find candidates by.
@@ -439,7 +442,9 @@ def _shape_of(memory: Memory, cache: dict[str, _Shape]) -> _Shape:
     return shape
 
 
+@lru_cache(maxsize=_SHAPE_CACHE)
 def _shape(content: str) -> _Shape:
+    """The parse of ``content``: pure, so cached (the same candidates come back)."""
     text = content[:MAX_SCAN_CHARS]
     names = {e[5:] for e in extract_entities(text) if e.startswith("name:")}
     sentences: list[_Sentence] = []
