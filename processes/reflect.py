@@ -1,11 +1,12 @@
 """reflect: consolidation every few cycles, and what it wrote put up for attention (DESIGN §5).
 
 The work itself (grouping related episodes, writing semantic and procedural
-memories with ``derived_from`` edges, flagging contradictions, proposing
-merges, asking a chat model when the mind runs with one) is
-``noema.memory.consolidate``'s; this process decides when to run it and makes
-its results compete for attention. The same consolidation runs as the
-``reflect`` background job and as ``Mind.consolidate``.
+memories with ``derived_from`` edges, refining the summary of a group that new
+episodes joined, flagging contradictions, proposing merges, asking a chat model
+when the mind runs with one) is ``noema.memory.consolidate``'s; this process
+decides when to run it and makes its results compete for attention. The same
+consolidation runs as the ``reflect`` background job and as ``Mind.consolidate``;
+running them side by side still leaves one active summary per group.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class Reflect(Process):
 
     On every ``every``-th cycle ``propose`` starts a consolidation in a thread
     of its own, so no cycle waits for it; in the first cycle after it finishes,
-    reflect proposes one candidate per new semantic or procedural memory. The
+    reflect proposes one candidate per new semantic or procedural memory (a
+    refined summary is new: its payload names the one it ``refines``). The
     run goes through ``ctx.consolidate`` (with the workspace's chat model) and
     does not depend on any event loop: ``settle()`` and ``on_stop`` wait for it
     from whichever loop they are awaited on.
@@ -162,5 +164,6 @@ class Reflect(Process):
                 "kind": memory.kind.value,
                 "method": memory.payload.get("method"),
                 "members": len(memory.payload.get("members", ())),
+                "refines": memory.payload.get("refines"),
             },
         )

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from concepts import MemoryKind, Observation, Relation, RelationStatus, Status
-from noema import InvalidInput, ManualClock, Memory, Mind
-from noema.memory.consolidate import RUN_EVENT, ReflectReport
+from concepts import Lifecycle, MemoryKind, Observation, Relation, RelationStatus, Status
+from noema import InvalidInput, ManualClock, Memory, Mind, MindConfig
+from noema.memory import consolidate as consolidation
+from noema.memory.consolidate import GROUP_KEY, RUN_EVENT, ReflectReport
 from noema.memory.grouping import plan_groups
 from processes import Attend, Reflect
 
 OpenMind = Callable[..., Mind]
+#: Write-time detection stages its own contradicts and same_as proposals as the
+#: episodes are written (noema.memory.detect); reflect's rules are tested without it.
+UNDETECTED = MindConfig(detect_on_write=False)
 
 BERLIN = [
     "Alice moved to Berlin last spring.",
@@ -136,7 +142,8 @@ def test_related_episodes_become_one_memory_each_derived_from_its_members(
     assert mind.verify().ok
 
 
-def test_a_second_run_writes_nothing(mind: Mind, clock: ManualClock) -> None:
+def test_a_second_run_writes_nothing(open_mind: OpenMind, clock: ManualClock) -> None:
+    mind = open_mind(config=UNDETECTED)
     episodes(mind, clock, interleave(BERLIN, DEPLOY, FRANKFURT, TEA, NOISE))
     reflect = Reflect()
     first = consolidate(mind, reflect)
@@ -179,8 +186,9 @@ def test_words_most_episodes_hold_do_not_group_them(mind: Mind, clock: ManualClo
 
 
 def test_contradicting_members_are_flagged_and_recalled_together(
-    mind: Mind, clock: ManualClock
+    open_mind: OpenMind, clock: ManualClock
 ) -> None:
+    mind = open_mind(config=UNDETECTED)
     up, down, rebooted = episodes(mind, clock, FRANKFURT)
     report = consolidate(mind)
     [edge] = report.contradictions
@@ -205,7 +213,10 @@ def test_members_with_the_same_key_and_different_content_contradict(
     assert plan.contradictions == ((b.id, a.id),)
 
 
-def test_near_duplicates_are_proposed_as_the_same_memory(mind: Mind, clock: ManualClock) -> None:
+def test_near_duplicates_are_proposed_as_the_same_memory(
+    open_mind: OpenMind, clock: ManualClock
+) -> None:
+    mind = open_mind(config=UNDETECTED)
     older, newer, office = episodes(mind, clock, TEA)
     report = consolidate(mind)
     [proposal] = report.proposals
@@ -217,6 +228,19 @@ def test_near_duplicates_are_proposed_as_the_same_memory(mind: Mind, clock: Manu
     assert consolidate(mind).proposals == ()  # staged once, never again
 
 
+def test_reflect_leaves_write_time_proposals_to_the_operator(
+    mind: Mind, clock: ManualClock
+) -> None:
+    # With write-time detection (the default) the reconciler proposed these pairs
+    # as the episodes came in; reflect adds no second edge between them.
+    episodes(mind, clock, [*FRANKFURT, *TEA])
+    staged = sorted((e.src, e.relation, e.dst) for e in mind.proposals())
+    assert {relation for _, relation, _ in staged} == {Relation.CONTRADICTS, Relation.SAME_AS}
+    report = consolidate(mind)
+    assert len(report.created) == 2 and not report.contradictions and not report.proposals
+    assert sorted((e.src, e.relation, e.dst) for e in mind.proposals()) == staged
+
+
 def test_the_consolidated_memory_is_recalled(mind: Mind, clock: ManualClock) -> None:
     episodes(mind, clock, [*BERLIN, *NOISE])
     [memory] = consolidate(mind).created
@@ -225,16 +249,20 @@ def test_the_consolidated_memory_is_recalled(mind: Mind, clock: ManualClock) -> 
     assert mind.recall("Alice Berlin", tags=["reflection"], peek=True)[0].memory.id == memory.id
 
 
-def test_content_already_held_is_reinforced_and_linked_not_duplicated(
+def test_content_already_held_is_linked_not_duplicated_nor_reinforced(
     mind: Mind, clock: ManualClock
 ) -> None:
     stored = episodes(mind, clock, BERLIN)
     [plan] = plan_groups(stored)
-    held = mind.remember(plan.content, kind=plan.kind)  # e.g. written by a run cut short
+    # What another runtime's run writes for the group: its content under the group's key.
+    key = GROUP_KEY + plan.members[0].id
+    held = mind.remember(plan.content, kind=plan.kind, key=key)
     report = consolidate(mind)
-    assert report.groups == 1 and report.created == ()
+    assert report.groups == 1 and report.created == () and report.extended == (held.id,)
     assert derived_from(mind, held.id) == sorted(m.id for m in stored)
-    assert mind.get(held.id).access_count == 1
+    # Deriving it again from the same episodes confirms nothing: not reinforced.
+    assert mind.get(held.id).access_count == 0
+    assert mind.get(held.id).lifecycle == held.lifecycle
     assert mind.stats()["by_kind"] == {"episodic": 4, "semantic": 1}
 
 
@@ -415,3 +443,200 @@ def test_a_failing_model_falls_back_to_the_offline_method(
     [fallback] = report.fallbacks
     assert reason in fallback
     assert mind.verify().ok
+
+
+# ---------------------------------------------------------------- at scale (issue 16, item 6)
+
+TOPIC_WORDS = {
+    "garden": ("tomatoes", "basil", "compost", "seedlings"),
+    "chess": ("gambit", "endgame", "bishop", "castling"),
+    "bread": ("sourdough", "levain", "proofing", "crumb"),
+    "sailing": ("mainsail", "harbour", "mooring", "regatta"),
+}
+
+
+def topic_texts(count: int) -> list[tuple[str, str]]:
+    """``count`` (topic, text) pairs on four topics of four words, each text naming three."""
+    out = []
+    for i in range(count):
+        topic = list(TOPIC_WORDS)[i % 4]
+        words = [w for j, w in enumerate(TOPIC_WORDS[topic]) if j != (i // 4) % 4]
+        out.append(
+            (topic, f"Entry {i}: the user said today: {words[0]}, {words[1]} and {words[2]}.")
+        )
+    return out
+
+
+@pytest.mark.parametrize("count", [40, 60, 400])
+def test_the_topics_are_found_in_40_60_and_400_episodes(open_mind: OpenMind, count: int) -> None:
+    # On main, a word held by more than max(10, 10% of the episodes) was too common to
+    # group by: 40 episodes gave 4 groups, 60 or 400 gave none (every topic word cut).
+    mind = open_mind()
+    pairs = topic_texts(count)
+    written = mind.remember_many(
+        [{"content": text, "kind": "episodic", "epistemic": "observation"} for _, text in pairs]
+    )
+    topic = {m.id: t for m, (t, _) in zip(written, pairs, strict=True)}
+    plans = plan_groups(written)
+    assert len(plans) == 4
+    topics = [sorted({topic[m.id] for m in p.members}) for p in plans]
+    assert sorted(topics) == [[t] for t in sorted(TOPIC_WORDS)]  # one topic per group, each once
+    assert sorted(len(p.members) for p in plans) == [count // 4] * 4
+    assert sorted(sorted(p.keywords) for p in plans) == sorted(
+        sorted(words) for words in TOPIC_WORDS.values()
+    )
+    report = mind.consolidate(limit=count)
+    assert report.groups == 4 and len(report.created) == 4
+
+
+def test_a_benchmark_smoke_run_finds_the_synthetic_topics(tmp_path: Path) -> None:
+    from benchmarks.reflect_scale import synthetic_case
+
+    timed = synthetic_case(400, 8, seed=7, runs=1, more=0.1, workdir=tmp_path)
+    assert timed.scores.purity >= 0.75 and timed.scores.coverage == 8
+    assert timed.scores.grouped >= 0.8
+    incremental = timed.incremental
+    assert incremental is not None and incremental["extended"] + incremental["superseded"] >= 6
+    # New episodes joined the topics: their summaries were refined, not piled up.
+    assert incremental["active_after"] == incremental["active_before"]
+
+
+BERLIN_MORE = [
+    "Alice found a quiet cafe in Berlin near the canal.",
+    "Alice cycles across Berlin to her bakery every morning.",
+    "Alice showed her sister the Berlin wall memorial.",
+    "Alice bought a second hand bike in Berlin.",
+    "Alice joined a choir in Berlin that meets on Thursdays.",
+    "Alice says the Berlin trains are late again.",
+]
+DEPLOY_MORE = [
+    "Run the tests first, then make deploy pushes the service.",
+    "After make deploy, check the service health page and the logs.",
+    "Build the image, run the tests, then make deploy the service.",
+    "Make deploy failed once because the service tests were skipped.",
+]
+
+
+def active_summaries(mind: Mind) -> list[Memory]:
+    """Reflect's summaries that normal recall returns (active ones)."""
+    results = mind.recall("", tags=["reflection"], peek=True, limit=100)
+    return [r.memory for r in results]
+
+
+def summaries_by_sources(mind: Mind) -> dict[str, set[str]]:
+    return {m.id: set(derived_from(mind, m.id)) for m in active_summaries(mind)}
+
+
+def test_repeated_runs_refine_one_summary_per_topic(
+    open_mind: OpenMind, clock: ManualClock
+) -> None:
+    # On main, each run's new episodes of a known topic became another summary
+    # ("... consolidated from 3 episodes", then 4, ...) and nothing linked them.
+    first, second = open_mind(), open_mind()  # two runtimes on one store
+    berlin = episodes(first, clock, BERLIN)
+    deploy = episodes(first, clock, DEPLOY)
+    report = consolidate(first)
+    assert len(report.created) == 2 and report.superseded == ()
+    history = [m.id for m in report.created]
+    # Berlin grows 4 -> 6 -> 8 -> 9, deploy 3 -> 4 -> 6 -> 7: rewritten while a group
+    # grows by a quarter or more, then only linked to the new episode.
+    rounds = [(BERLIN_MORE[:2], DEPLOY_MORE[:1]), (BERLIN_MORE[2:4], DEPLOY_MORE[1:3])]
+    for number, (more_berlin, more_deploy) in enumerate(rounds):
+        mind = (first, second)[number % 2]
+        berlin += episodes(mind, clock, more_berlin)
+        deploy += episodes(mind, clock, more_deploy)
+        before = {m.id for m in active_summaries(mind)}
+        report = consolidate(mind)
+        assert report.groups == 2 and len(report.created) == 2
+        assert set(report.superseded) == before  # refined, not added to
+        history += [m.id for m in report.created]
+        assert consolidate(mind).groups == 0  # and a run with nothing new writes nothing
+    berlin += episodes(second, clock, BERLIN_MORE[4:5])
+    deploy += episodes(second, clock, DEPLOY_MORE[3:])
+    before = {m.id for m in active_summaries(second)}
+    report = consolidate(second)
+    assert report.created == () and set(report.extended) == before
+    active = summaries_by_sources(first)
+    assert set(active) == before
+    assert sorted(map(sorted, active.values())) == sorted(
+        [sorted(m.id for m in berlin), sorted(m.id for m in deploy)]
+    )
+    for memory in active_summaries(second):
+        assert memory.key is not None and memory.key.startswith(GROUP_KEY)
+        assert memory.lifecycle == Lifecycle.CANDIDATE
+        written = len(memory.payload["members"])  # 8 and 6: as last rewritten
+        assert f"(consolidated from {written} episodes" in memory.content
+        assert written == len(active[memory.id]) - 1
+    # The earlier summaries stay as history, superseded, content unchanged.
+    old = [first.get(i) for i in history if i not in active]
+    assert len(old) == 4 and all(m.status == Status.SUPERSEDED for m in old)
+    assert first.verify().ok
+
+
+def test_two_runtimes_at_once_leave_one_summary_per_group(
+    open_mind: OpenMind, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = open_mind(), open_mind()  # two runtimes on one store
+    written = episodes(first, clock, interleave(BERLIN, DEPLOY, TEA, NOISE))
+    berlin = [m for m in written if m.content in BERLIN]
+    read = consolidation._read
+    first_read, second_done = threading.Event(), threading.Event()
+
+    def held_read(engine: Any, limit: int) -> Any:
+        pool = read(engine, limit)
+        if threading.current_thread().name == "first":
+            first_read.set()
+            assert second_done.wait(30)
+        return pool
+
+    monkeypatch.setattr(consolidation, "_read", held_read)
+    reports: dict[str, ReflectReport] = {}
+    thread = threading.Thread(target=lambda: reports.update(first=consolidate(first)), name="first")
+    thread.start()
+    assert first_read.wait(30)
+    # While the first run holds what it read, new episodes arrive and the second
+    # runtime consolidates everything; then the first run writes what it planned.
+    berlin += episodes(second, clock, BERLIN_MORE[:2])
+    reports["second"] = consolidate(second)
+    second_done.set()
+    thread.join(30)
+    monkeypatch.undo()
+    assert reports["first"].groups == reports["second"].groups == 3
+    # On main the first run's Berlin summary (4 episodes) stood beside the second's (6).
+    active = active_summaries(second)
+    assert len(active) == 3 and len({m.key for m in active}) == 3
+    # The episodes only the superseded summary held are new again: the next run
+    # refines the Berlin summary with them.
+    report = consolidate(first)
+    assert report.scanned == 2 + len(NOISE) and len(report.created) == 1
+    [summary] = report.created
+    assert derived_from(first, summary.id) == sorted(m.id for m in berlin)
+    assert len(active_summaries(first)) == 3
+    assert consolidate(second).groups == 0
+    assert first.verify().ok
+
+
+def test_an_overlapping_summary_from_elsewhere_is_superseded(
+    mind: Mind, clock: ManualClock
+) -> None:
+    # A summary of the same group under another key (an older version's, or a run
+    # that saw another pool): the run refines it and supersedes it explicitly.
+    berlin = episodes(mind, clock, BERLIN)
+    episodes(mind, clock, [*DEPLOY, *NOISE])
+    legacy = mind.remember(
+        "Alice lives in Berlin.",
+        kind="semantic",
+        channel="system",
+        epistemic="inference",
+        tags=["reflection"],
+        links=[("derived_from", m.id) for m in berlin[:3]],
+    )
+    berlin += episodes(mind, clock, BERLIN_MORE[:2])
+    report = consolidate(mind)
+    [memory] = [m for m in report.created if m.kind == MemoryKind.SEMANTIC]
+    assert report.superseded == (legacy.id,)
+    assert mind.get(legacy.id).status == Status.SUPERSEDED
+    assert mind.get(legacy.id).content == "Alice lives in Berlin."
+    assert memory.payload["refines"] == legacy.id
+    assert derived_from(mind, memory.id) == sorted(m.id for m in berlin)
+    assert sorted(m.id for m in active_summaries(mind)) == sorted(m.id for m in report.created)
