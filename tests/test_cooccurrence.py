@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from concepts import score_reproduces
+from concepts import Relation, score_reproduces
 from noema import Mind
 from noema.clock import ManualClock
 from noema.memory import cooccurrence
@@ -101,3 +101,20 @@ def test_purging_a_memory_takes_its_edges(mind: Mind) -> None:
     mind.forget(a.id)
     assert edges(mind) == {}
     assert mind.get(b.id) is not None
+
+
+def test_reflect_distils_a_dense_cluster_once(mind: Mind) -> None:
+    rota = [
+        mind.remember(f"The night shift rota lists {name} on the harbour crane")
+        for name in ("Ana", "Bo", "Cy", "Di", "Ed", "Fay")
+    ]
+    for _ in range(4):
+        mind.recall("night shift rota harbour crane", limit=6)
+        mind.recall("night shift rota", limit=6)
+    first = mind.consolidate()
+    [summary] = first.created
+    sources = {e.dst for e in mind.relationships(summary.id) if e.relation == Relation.DERIVED_FROM}
+    assert sources <= {m.id for m in rota} and len(sources) >= cooccurrence.CLUSTER_MIN_SIZE
+    assert summary.lifecycle == "candidate"
+    assert mind.consolidate().created == ()  # distilled already: nothing new
+    assert mind.verify().ok

@@ -242,7 +242,10 @@ class Reconciler:
                         origin_event=origin_event,
                         payload={"reason": "remembered again", "activation": memory.activation},
                     )
-                    if memory.lifecycle == Lifecycle.CANDIDATE and item.channel != Channel.LOW:
+                    if (
+                        memory.lifecycle == Lifecycle.CANDIDATE
+                        and initial_lifecycle(item) != Lifecycle.CANDIDATE
+                    ):  # an observation that is not itself a candidate confirms it
                         memory = self._transition(
                             pending,
                             log,
