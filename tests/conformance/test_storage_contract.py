@@ -1041,9 +1041,7 @@ def test_an_edge_keeps_its_evidence(storage: Storage) -> None:
 
 def test_cooccurrence_round_trips_replaces_and_pages(storage: Storage) -> None:
     mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
-    memories = sorted(
-        (make_memory(mind_id, f"memory {i}") for i in range(6)), key=lambda m: m.id
-    )
+    memories = sorted((make_memory(mind_id, f"memory {i}") for i in range(6)), key=lambda m: m.id)
     theirs = [make_memory(other, f"theirs {i}") for i in range(2)]
     write(storage, ops.InsertMemories([*memories, *theirs]))
     a, b, c, d, e, f = (m.id for m in memories)
