@@ -12,13 +12,13 @@ in the same words.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from concepts import ConfidenceTier, Event, Memory, RecallResult, Relationship, confidence_tier
+from concepts import Event, Memory, RecallResult, Relationship
 from noema.clock import iso
 from noema.memory.health import Finding, HealthReport
-from noema.memory.scoring import confidence_fade
+from noema.memory.scoring import memory_tier, result_tier
 from noema.memory.verify import VerifyReport
 
 __all__ = [
@@ -47,39 +47,6 @@ def plain(value: Any) -> Any:
     if hasattr(value, "value"):
         return value.value
     return value
-
-
-def memory_tier(memory: Memory, at: datetime | None = None) -> ConfidenceTier:
-    """How far a memory's confidence can be relied on at ``at``.
-
-    Its Beta posterior, faded by its decay class up to ``at``, and its lifecycle
-    (``concepts.confidence_tier``).
-
-    Args:
-        memory: The memory.
-        at: When (a face passes its mind's clock); the present when ``None``.
-
-    Returns:
-        ``high``, ``moderate``, ``low``, ``exploratory`` or ``stale``.
-    """
-    fade = confidence_fade(memory, at if at is not None else datetime.now(UTC))
-    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
-
-
-def result_tier(result: RecallResult) -> ConfidenceTier:
-    """A recall result's confidence tier, as of the recall.
-
-    The fade is the one the recall applied to the memory's credibility (at its
-    ``as_of``, or the mind's present), so the tier agrees with the ranking
-    whatever clock the reader keeps; the present's fade when the result holds
-    no credibility signal.
-    """
-    memory = result.memory
-    faded = result.signals.get("credibility")
-    if faded is None or memory.credibility <= 0:
-        return memory_tier(memory)
-    fade = min(max(faded / memory.credibility, 0.0), 1.0)
-    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
 
 
 def memory_json(memory: Memory, *, at: datetime | None = None) -> dict[str, Any]:

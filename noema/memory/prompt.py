@@ -11,7 +11,7 @@ first inside each group::
 
 The standard and full tiers name each memory's confidence tier (``high``,
 ``moderate``, ``low``, ``exploratory`` or ``stale``, as of the recall:
-``noema.serialize.result_tier``), so a model can tell settled knowledge from a guess.
+``noema.memory.scoring.result_tier``), so a model can tell settled knowledge from a guess.
 
 Content is user text. In the one-line tiers its line breaks become spaces, so
 one memory is always one bullet; in the ``full`` tier its extra lines are
@@ -27,7 +27,7 @@ from typing import Literal
 
 from concepts import MemoryKind, RecallResult
 from noema.errors import InvalidInput
-from noema.serialize import result_tier
+from noema.memory.scoring import result_tier
 
 __all__ = ["TIERS", "Tier", "format_memories"]
 

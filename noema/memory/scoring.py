@@ -11,9 +11,16 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from concepts import CONFIDENCE_HALF_LIFE_DAYS, LIFECYCLE_SIGNAL, Memory
+from concepts import (
+    CONFIDENCE_HALF_LIFE_DAYS,
+    LIFECYCLE_SIGNAL,
+    ConfidenceTier,
+    Memory,
+    RecallResult,
+    confidence_tier,
+)
 from noema.config import MindConfig
 from noema.memory.activation import SECONDS_PER_DAY, decayed, recency
 from noema.memory.lanes import LANES, Hit
@@ -27,6 +34,8 @@ __all__ = [
     "best_first",
     "confidence_fade",
     "feedback_adjustment",
+    "memory_tier",
+    "result_tier",
     "score",
 ]
 
@@ -155,3 +164,36 @@ def confidence_fade(memory: Memory, at: datetime) -> float:
         return 1.0
     age_days = max((at - memory.recorded_at).total_seconds(), 0.0) / SECONDS_PER_DAY
     return math.pow(0.5, age_days / half_life)
+
+
+def memory_tier(memory: Memory, at: datetime | None = None) -> ConfidenceTier:
+    """How far a memory's confidence can be relied on at ``at``.
+
+    Its Beta posterior, faded by its decay class up to ``at``, and its lifecycle
+    (``concepts.confidence_tier``).
+
+    Args:
+        memory: The memory.
+        at: When (a face passes its mind's clock); the present when ``None``.
+
+    Returns:
+        ``high``, ``moderate``, ``low``, ``exploratory`` or ``stale``.
+    """
+    fade = confidence_fade(memory, at if at is not None else datetime.now(UTC))
+    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
+
+
+def result_tier(result: RecallResult) -> ConfidenceTier:
+    """A recall result's confidence tier, as of the recall.
+
+    The fade is the one ``score`` applied to the memory's credibility (at the
+    recall's ``as_of``, or the mind's present), so the tier agrees with the
+    ranking whatever clock the reader keeps; the present's fade when the result
+    holds no credibility signal.
+    """
+    memory = result.memory
+    faded = result.signals.get("credibility")
+    if faded is None or memory.credibility <= 0:
+        return memory_tier(memory)
+    fade = min(max(faded / memory.credibility, 0.0), 1.0)
+    return confidence_tier(memory.alpha, memory.beta, fade=fade, lifecycle=memory.lifecycle)
