@@ -423,18 +423,24 @@ def _is_summary(memory: Memory) -> bool:
     return memory.status == Status.ACTIVE and _by_reflect(memory)
 
 
-def _sources(session: Any, mind_id: str, episode_ids: list[str]) -> dict[str, set[str]]:
-    """Per memory derived from some of ``episode_ids``: which of them."""
-    derived: dict[str, set[str]] = {}
-    for start in range(0, len(episode_ids), _ID_CHUNK):
-        chunk = episode_ids[start : start + _ID_CHUNK]
-        wanted = set(chunk)
-        edges = session.run(
+def _derivations(session: Any, mind_id: str, ids: list[str]) -> list[Relationship]:
+    """The ``derived_from`` edges with an end among ``ids``, read in chunks."""
+    edges: list[Relationship] = []
+    for start in range(0, len(ids), _ID_CHUNK):
+        chunk = ids[start : start + _ID_CHUNK]
+        edges += session.run(
             ops.FindRelationships(mind_id, memory_ids=chunk, relations=[Relation.DERIVED_FROM])
         )
-        for edge in edges:
-            if edge.dst in wanted:
-                derived.setdefault(edge.src, set()).add(edge.dst)
+    return edges
+
+
+def _sources(session: Any, mind_id: str, episode_ids: list[str]) -> dict[str, set[str]]:
+    """Per memory derived from some of ``episode_ids``: which of them."""
+    wanted = set(episode_ids)
+    derived: dict[str, set[str]] = {}
+    for edge in _derivations(session, mind_id, episode_ids):
+        if edge.dst in wanted:
+            derived.setdefault(edge.src, set()).add(edge.dst)
     return derived
 
 
@@ -638,20 +644,12 @@ def _settle(engine: Engine, outcome: _Outcome) -> None:
 
 def _sources_of(session: Any, mind_id: str, memory_ids: list[str]) -> dict[str, set[str]]:
     """Per memory of ``memory_ids``: the memories it is ``derived_from``."""
+    wanted = set(memory_ids)
     found: dict[str, set[str]] = {}
-    for start in range(0, len(memory_ids), _ID_CHUNK):
-        chunk = memory_ids[start : start + _ID_CHUNK]
-        wanted = set(chunk)
-        edges = session.run(
-            ops.FindRelationships(mind_id, memory_ids=chunk, relations=[Relation.DERIVED_FROM])
-        )
-        for edge in edges:
-            if edge.src in wanted:
-                found.setdefault(edge.src, set()).add(edge.dst)
+    for edge in _derivations(session, mind_id, memory_ids):
+        if edge.src in wanted:
+            found.setdefault(edge.src, set()).add(edge.dst)
     return found
-
-
-# ---------------------------------------------------------------- the chat model
 
 
 def _messages(plan: GroupPlan) -> list[tuple[str, str]]:
