@@ -20,6 +20,7 @@ from concepts.enums import (
     credibility,
     interval_width,
 )
+from concepts.federation import Peer
 from concepts.models import (
     MAX_CONTENT_CHARS,
     MAX_NOTE_CHARS,
@@ -39,6 +40,7 @@ from concepts.models import (
     to_utc,
     trusted,
 )
+from concepts.paths import MAX_WORLD_DEPTH, ROOT_WORLD, normalise_world_path, world_names
 from concepts.workspace import (
     AttentionDecision,
     Candidate,
@@ -47,6 +49,7 @@ from concepts.workspace import (
     WorkingMemoryItem,
     WorkspaceSnapshot,
 )
+from concepts.worlds import World, WorldInfo
 
 __all__ = [
     "CHANNEL_TRUST",
@@ -56,6 +59,8 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_NOTE_CHARS",
     "MAX_QUERY_CHARS",
+    "MAX_WORLD_DEPTH",
+    "ROOT_WORLD",
     "STALE_CONFIDENCE",
     "AttentionDecision",
     "AuditEntry",
@@ -73,6 +78,7 @@ __all__ = [
     "MemoryKind",
     "MindInfo",
     "Observation",
+    "Peer",
     "ProcessState",
     "RecallFilters",
     "RecallQuery",
@@ -83,11 +89,15 @@ __all__ = [
     "Status",
     "WorkingMemoryItem",
     "WorkspaceSnapshot",
+    "World",
+    "WorldInfo",
     "confidence_tier",
     "credibility",
     "interval_width",
     "normalise_content",
+    "normalise_world_path",
     "score_reproduces",
     "to_utc",
     "trusted",
+    "world_names",
 ]

@@ -147,6 +147,14 @@ class EventKind(StrEnum):
     CYCLE_COMPLETED = "cycle_completed"
     PROCESS_FAILED = "process_failed"
     PROCESS_QUARANTINED = "process_quarantined"
+    WORLD_CREATED = "world_created"
+    WORLD_RENAMED = "world_renamed"
+    WORLD_MOVED = "world_moved"
+    WORLD_LINKED = "world_linked"
+    WORLD_UNLINKED = "world_unlinked"
+    PEER_ADDED = "peer_added"
+    PEER_REMOVED = "peer_removed"
+    PEER_FEEDBACK = "peer_feedback"
 
 
 #: Trust of each channel: operator > user ≈ system > tool > source > low.

@@ -26,6 +26,7 @@ from concepts.enums import (
     RelationStatus,
     Status,
 )
+from concepts.paths import ROOT_WORLD, WorldPath
 
 #: Longest content a memory may hold, in characters.
 MAX_CONTENT_CHARS = 100_000
@@ -171,6 +172,8 @@ class MemoryInput(BaseModel):
     valid_from: UtcDatetime | None = None
     at: UtcDatetime | None = None
     links: tuple[Link, ...] = ()
+    #: The world it belongs to, by path (created when missing); the root by default.
+    world: WorldPath = ROOT_WORLD
     #: ``None``: the reconciler decides (verified from the operator; candidate from a
     #: low-trust channel, an inference or a derived memory; else active).
     lifecycle: Lifecycle | None = None
@@ -263,6 +266,11 @@ class Memory(BaseModel):
     decay: DecayClass = DecayClass.STABLE
     keys: str = ""
     lifecycle: Lifecycle = Lifecycle.ACTIVE
+    #: The id of the world it belongs to (``ROOT_WORLD``, the empty id, for the root).
+    world: str = ROOT_WORLD
+    #: When its status, lifecycle or validity last changed (transaction time);
+    #: ``None``: never since it was recorded. Earlier states are kept as history.
+    changed_at: UtcDatetime | None = None
 
 
 class Relationship(BaseModel):
@@ -358,6 +366,11 @@ class RecallFilters(BaseModel):
     min_confidence: Unit = 0.0
     #: Lowest mean feedback (a memory without feedback has mean 0); None: no bound.
     min_feedback: float | None = Field(default=None, ge=-1.0, le=1.0, allow_inf_nan=False)
+    #: Ids of the worlds a memory may belong to; empty: any world.
+    worlds: tuple[str, ...] = ()
+    #: Transaction time: only what the mind had recorded by then, in the status,
+    #: lifecycle and validity it had then. ``None``: what it knows now.
+    known_at: UtcDatetime | None = None
 
     @field_validator("statuses")
     @classmethod
@@ -388,6 +401,9 @@ class RecallFilters(BaseModel):
         - its confidence is at least ``min_confidence``;
         - its mean feedback is at least ``min_feedback``, when set (a memory
           without feedback has mean 0);
+        - it belongs to one of ``worlds``, when set;
+        - with ``known_at``, it was recorded by then (the caller passes the memory
+          as it stood then: ``noema.memory.history``);
         - with ``as_of``, it was valid then: ``valid_from <= as_of`` and
           ``valid_to`` is unset or later than ``as_of``.
 
@@ -419,6 +435,10 @@ class RecallFilters(BaseModel):
             return False
         if self.min_feedback is not None and memory.feedback_mean < self.min_feedback:
             return False
+        if self.worlds and memory.world not in self.worlds:
+            return False
+        if self.known_at is not None and memory.recorded_at > self.known_at:
+            return False
         if as_of is not None:
             at = to_utc(as_of)
             return memory.valid_from <= at and (memory.valid_to is None or memory.valid_to > at)
@@ -447,6 +467,14 @@ class RecallQuery(BaseModel):
     explore: bool = False
     seed: int | None = None
     depth: Literal["fast", "deep"] = "fast"
+    #: Recall inside this world and its descendants (and worlds it links to);
+    #: ``None``: the whole mind.
+    world: WorldPath | None = None
+    #: ``worlds-first`` finds the best worlds by their composed embeddings first,
+    #: then recalls inside them; ``flat`` ranks every memory in scope.
+    strategy: Literal["flat", "worlds-first"] = "flat"
+    #: Ask the mind's peers too (federation), when it has any.
+    federated: bool = True
 
     @field_validator("text")
     @classmethod
@@ -462,7 +490,8 @@ class RecallResult(BaseModel):
 
     ``signals`` are the normalised inputs in [0, 1]; ``components`` are their
     weighted contributions (signal × weight), and ``score`` is their sum.
-    ``conflicts`` lists the ids of memories this one contradicts.
+    ``conflicts`` lists the ids of memories this one contradicts. A federated
+    result names the ``peer`` it came from and how many ``hops`` away it is.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -474,6 +503,10 @@ class RecallResult(BaseModel):
     signals: dict[str, float]
     weights: dict[str, float]
     conflicts: tuple[str, ...] = ()
+    #: The subscription (peer name) a federated result came through; None: local.
+    peer: str | None = None
+    #: Peers between this mind and the result's (1 for a direct peer); 0: local.
+    hops: int = Field(default=0, ge=0)
 
 
 def score_reproduces(result: RecallResult, *, tolerance: float = 1e-9) -> bool:

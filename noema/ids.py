@@ -32,13 +32,16 @@ def new_id(at: datetime) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def content_hash(kind: MemoryKind | str, content: str, key: str | None) -> str:
-    """sha256 over kind, white-space-folded content and key.
+def content_hash(kind: MemoryKind | str, content: str, key: str | None, world: str = "") -> str:
+    """sha256 over kind, white-space-folded content, key and (unless the root) world.
 
     The mind is not hashed: uniqueness within a mind is the database's
     ``(mind_id, content_hash)`` index, so an exported mind imports byte-identically
-    into any other mind.
+    into any other mind. The same content in two worlds is two memories; the root
+    world (``""``) adds nothing, so memories written before worlds keep their hash.
     """
     folded = " ".join(content.split())
     text = f"{kind}\x1f{key or ''}\x1f{folded}"
+    if world:
+        text += f"\x1f{world}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

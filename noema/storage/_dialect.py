@@ -71,12 +71,17 @@ POSTGRES = Dialect(
 def filter_sql(
     dialect: Dialect, filters: RecallFilters | None, as_of: datetime | None, params: list[Any]
 ) -> str:
-    """WHERE fragments (each starting with AND) for memories aliased ``m``."""
+    """WHERE fragments (each starting with AND) for memories aliased ``m``.
+
+    With ``filters.known_at``, status, lifecycle and validity are tested on the
+    state the memory had then: its row when it has not changed since, else the
+    ``memory_history`` span that covers that instant.
+    """
     mark = dialect.mark
     parts: list[str] = []
+    known_at = filters.known_at if filters is not None else None
     if filters is not None:
         for column, values in (
-            ("status", filters.statuses),
             ("kind", filters.kinds),
             ("epistemic", filters.epistemics),
             ("channel", filters.channels),
@@ -85,11 +90,8 @@ def filter_sql(
                 parts.append(
                     "AND " + dialect.any_of(f"m.{column}", [v.value for v in values], params)
                 )
-        if len(filters.lifecycles) < len(Lifecycle):
-            parts.append(
-                "AND "
-                + dialect.any_of("m.lifecycle", [c.value for c in filters.lifecycles], params)
-            )
+        if filters.worlds:
+            parts.append("AND " + dialect.any_of("m.world", list(filters.worlds), params))
         for tag in filters.tags:
             parts.append(f"AND {dialect.has_tag}")
             params.append(tag)
@@ -112,11 +114,48 @@ def filter_sql(
             if value is not None:
                 parts.append(f"AND {test}")
                 params.append(value)
+    if known_at is None:
+        parts += _state_tests(dialect, "m", filters, as_of, params)
+        return " ".join(parts)
+    t = to_micros(known_at)
+    parts.append(
+        f"AND m.recorded_at <= {mark} AND ((COALESCE(m.changed_at, m.recorded_at) <= {mark}"
+    )
+    params.extend((t, t))
+    parts += _state_tests(dialect, "m", filters, as_of, params)
+    parts.append(
+        ") OR EXISTS (SELECT 1 FROM memory_history h WHERE h.mind_id = m.mind_id"
+        f" AND h.memory_id = m.id AND h.sys_from <= {mark} AND h.sys_to > {mark}"
+    )
+    params.extend((t, t))
+    parts += _state_tests(dialect, "h", filters, as_of, params)
+    parts.append("))")
+    return " ".join(parts)
+
+
+def _state_tests(
+    dialect: Dialect,
+    alias: str,
+    filters: RecallFilters | None,
+    as_of: datetime | None,
+    params: list[Any],
+) -> list[str]:
+    """The tests of status, lifecycle and validity, on a memory row or a history span."""
+    parts: list[str] = []
+    if filters is not None:
+        if filters.statuses:
+            values = [v.value for v in filters.statuses]
+            parts.append("AND " + dialect.any_of(f"{alias}.status", values, params))
+        if len(filters.lifecycles) < len(Lifecycle):
+            values = [c.value for c in filters.lifecycles]
+            parts.append("AND " + dialect.any_of(f"{alias}.lifecycle", values, params))
     if as_of is not None:
         t = to_micros(as_of)
-        parts.append(f"AND m.valid_from <= {mark} AND (m.valid_to IS NULL OR m.valid_to > {mark})")
+        mark = dialect.mark
+        valid_to = f"{alias}.valid_to"
+        parts.append(f"AND m.valid_from <= {mark} AND ({valid_to} IS NULL OR {valid_to} > {mark})")
         params.extend((t, t))
-    return " ".join(parts)
+    return parts
 
 
 def chunks(values: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:

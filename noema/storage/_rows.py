@@ -64,9 +64,11 @@ MEMORY_COLUMNS = (
     "decay",
     "keys",
     "lifecycle",
+    "world",
+    "changed_at",
 )
 TIME_COLUMNS = frozenset(
-    {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed"}
+    {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed", "changed_at"}
 )
 REL_COLUMNS = (
     "id",
@@ -147,6 +149,8 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         m.decay.value,
         m.keys,
         m.lifecycle.value,
+        m.world,
+        opt_micros(m.changed_at),
     )
 
 

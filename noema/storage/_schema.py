@@ -15,9 +15,11 @@ from string import Template
 
 __all__ = [
     "EVENT_LOOKUPS",
+    "FEDERATION",
     "INITIAL_SHARED",
     "KNOWLEDGE_HEALTH",
     "SNAPSHOTS_AND_LEASES",
+    "WORLDS_AND_HISTORY",
     "Types",
     "render",
 ]
@@ -122,4 +124,82 @@ KNOWLEDGE_HEALTH = """
         )$without_rowid;
         CREATE INDEX cooccurrence_b ON cooccurrence(mind_id, b);
         CREATE INDEX relationships_status ON relationships(mind_id, status, id);
+        """
+
+#: A later migration on both backends (ADR 0018): the world each memory belongs to,
+#: the tree of worlds and their ``refers_to`` links, each world's composed vector
+#: (a float64 sum of its memories' vectors and how many were added), and the
+#: transaction-time history of each memory's status, lifecycle and validity: a
+#: span ``[sys_from, sys_to)`` per earlier state; the row holds the state since
+#: ``changed_at`` (or ``recorded_at``).
+WORLDS_AND_HISTORY = """
+        ALTER TABLE memories ADD COLUMN world $id NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN changed_at $int;
+        CREATE INDEX memories_world ON memories(mind_id, world);
+        -- Memories changed before: the last time an event changed them (verify replays it).
+        UPDATE memories SET changed_at = (
+            SELECT max(e.at) FROM events e
+            WHERE e.mind_id = memories.mind_id AND (
+                (e.memory_id = memories.id AND e.kind IN ('memory_superseded',
+                    'memory_retracted', 'memory_restored', 'memory_lifecycle_changed'))
+                OR (e.kind = 'memory_merged'
+                    AND e.payload LIKE '%"merged":"' || memories.id || '"%')))
+        WHERE EXISTS (SELECT 1 FROM events e WHERE e.mind_id = memories.mind_id
+                      AND (e.memory_id = memories.id OR e.kind = 'memory_merged'));
+        UPDATE memories SET changed_at = recorded_at WHERE changed_at < recorded_at;
+
+        CREATE TABLE worlds (
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            id          $id NOT NULL,
+            parent_id   $id NOT NULL,
+            name        $text NOT NULL,
+            created_at  $int NOT NULL,
+            PRIMARY KEY (mind_id, id)
+        )$without_rowid;
+        CREATE UNIQUE INDEX worlds_name ON worlds(mind_id, parent_id, name);
+
+        CREATE TABLE world_links (
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            src         $id NOT NULL,
+            dst         $id NOT NULL,
+            created_at  $int NOT NULL,
+            PRIMARY KEY (mind_id, src, dst)
+        )$without_rowid;
+
+        CREATE TABLE world_vectors (
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            world       $id NOT NULL,
+            model       $id NOT NULL,
+            dims        $int NOT NULL,
+            total       $blob NOT NULL,
+            members     $int NOT NULL,
+            PRIMARY KEY (mind_id, model, dims, world)
+        )$without_rowid;
+
+        CREATE TABLE memory_history (
+            mind_id     $id NOT NULL,
+            memory_id   $id NOT NULL,
+            sys_from    $int NOT NULL,
+            sys_to      $int NOT NULL,
+            status      $id NOT NULL,
+            lifecycle   $id NOT NULL,
+            valid_to    $int,
+            PRIMARY KEY (mind_id, memory_id, sys_from),
+            FOREIGN KEY (mind_id, memory_id) REFERENCES memories(mind_id, id)
+        )$without_rowid;
+        """
+
+#: A later migration on both backends (ADR 0019): each mind's subscriptions to peer
+#: minds (``url`` NULL: the subscriber's own store) and its Beta trust in each.
+FEDERATION = """
+        CREATE TABLE peers (
+            mind_id     $id NOT NULL REFERENCES minds(id),
+            name        $id NOT NULL,
+            url         $text,
+            peer_mind   $text NOT NULL,
+            alpha       $real NOT NULL,
+            beta        $real NOT NULL,
+            created_at  $int NOT NULL,
+            PRIMARY KEY (mind_id, name)
+        )$without_rowid;
         """

@@ -15,7 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar, cast
 
-from concepts import AuditEntry, Event, Memory, MindInfo, Relationship
+import numpy as np
+
+from concepts import (
+    AuditEntry,
+    Event,
+    Lifecycle,
+    Memory,
+    MindInfo,
+    Relationship,
+    Status,
+    World,
+    trusted,
+)
+from concepts.federation import Peer
 from noema.errors import InvalidInput, StorageError
 from noema.storage import ops
 from noema.storage._dialect import Dialect, chunks, filter_sql
@@ -35,6 +48,8 @@ from noema.storage._rows import (
     memory_from_row,
     memory_row,
     mind_from_row,
+    opt_micros,
+    opt_time,
     relationship_from_row,
     relationship_row,
     to_json,
@@ -140,6 +155,111 @@ def set_memory_columns(
     for columns, rows in groups.items():
         assignments = ", ".join(f"{c} = {mark}" for c in columns)
         s.many(f"UPDATE memories SET {assignments} WHERE mind_id = {mark} AND id = {mark}", rows)
+
+
+def history_changes(op: ops.UpdateMemories) -> dict[str, int]:
+    """The memories whose ``HISTORY_FIELDS`` ``op`` changes, with their new ``changed_at``.
+
+    Raises:
+        ValueError: such a change comes without ``changed_at`` (backends keep the
+            history first in their handler, so the op then writes nothing).
+    """
+    changing = {}
+    for memory_id, changes in op.updates:
+        if ops.HISTORY_FIELDS.isdisjoint(changes):
+            continue
+        if changes.get("changed_at") is None:
+            raise ValueError(
+                f"UpdateMemories: a change of {sorted(ops.HISTORY_FIELDS & set(changes))} "
+                f"of memory {memory_id} needs changed_at"
+            )
+        changing[memory_id] = to_micros(changes["changed_at"])
+    return changing
+
+
+def keep_history(s: SqlSession, op: ops.UpdateMemories) -> None:
+    """Keep, as history spans, the states that ``op``'s changes of ``HISTORY_FIELDS`` replace.
+
+    Runs first in a backend's ``UpdateMemories`` handler, before anything is
+    written (a refused op writes nothing). A span is ``[previous changed_at or recorded_at,
+    changed_at)``; one of no length (a change at the instant of the last) is not kept.
+    """
+    changing = history_changes(op)
+    if not changing:
+        return
+    mark = s.dialect.mark
+    spans = []
+    for chunk in chunks(sorted(changing)):
+        params: list[Any] = [op.mind_id]
+        rows = s.all(
+            "SELECT id, COALESCE(changed_at, recorded_at), status, lifecycle, valid_to "
+            f"FROM memories WHERE mind_id = {mark} AND " + s.dialect.any_of("id", chunk, params),
+            params,
+        )
+        for memory_id, since, status, lifecycle, valid_to in rows:
+            until = changing[memory_id]
+            if until > since:
+                spans.append((op.mind_id, memory_id, since, until, status, lifecycle, valid_to))
+    if spans:
+        s.append(
+            "memory_history",
+            ("mind_id", "memory_id", "sys_from", "sys_to", "status", "lifecycle", "valid_to"),
+            spans,
+        )
+
+
+def memory_states(
+    s: SqlSession, op: ops.MemoryStates
+) -> dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]:
+    mark, at = s.dialect.mark, to_micros(op.at)
+    found: dict[str, tuple[Status, Lifecycle, datetime | None, datetime]] = {}
+    for chunk in chunks(sorted(set(op.ids))):
+        params: list[Any] = [op.mind_id, at, at]
+        rows = s.all(
+            "SELECT memory_id, status, lifecycle, valid_to, sys_from FROM memory_history "
+            f"WHERE mind_id = {mark} AND sys_from <= {mark} AND sys_to > {mark} AND "
+            + s.dialect.any_of("memory_id", chunk, params),
+            params,
+        )
+        for memory_id, status, lifecycle, valid_to, since in rows:
+            found[memory_id] = (
+                Status(status),
+                Lifecycle(lifecycle),
+                opt_time(valid_to),
+                from_micros(since),
+            )
+    return found
+
+
+def get_history(s: SqlSession, op: ops.GetHistory) -> list[ops.HistorySpan]:
+    mark = s.dialect.mark
+    found: list[ops.HistorySpan] = []
+    for chunk in chunks(sorted(set(op.ids))):
+        params: list[Any] = [op.mind_id]
+        rows = s.all(
+            "SELECT memory_id, sys_from, sys_to, status, lifecycle, valid_to FROM memory_history "
+            f"WHERE mind_id = {mark} AND " + s.dialect.any_of("memory_id", chunk, params),
+            params,
+        )
+        found += [
+            (str(m), from_micros(a), from_micros(b), Status(st), Lifecycle(lc), opt_time(v))
+            for m, a, b, st, lc, v in rows
+        ]
+    found.sort(key=lambda span: (span[0], span[1]))
+    return found
+
+
+def put_history(s: SqlSession, op: ops.PutHistory) -> None:
+    rows = [
+        (op.mind_id, m, to_micros(a), to_micros(b), st.value, lc.value, opt_micros(v))
+        for m, a, b, st, lc, v in op.spans
+    ]
+    if rows:
+        s.append(
+            "memory_history",
+            ("mind_id", "memory_id", "sys_from", "sys_to", "status", "lifecycle", "valid_to"),
+            rows,
+        )
 
 
 def get_memories(s: SqlSession, op: ops.GetMemories) -> list[Memory]:
@@ -340,6 +460,123 @@ def scan_cooccurrence(s: SqlSession, op: ops.ScanCooccurrence) -> list[ops.CoEdg
     return _co_edges(s.all(query, params))
 
 
+# ---------------------------------------------------------------- worlds
+
+
+def put_worlds(s: SqlSession, op: ops.PutWorlds) -> None:
+    rows = [(w.mind_id, w.id, w.parent_id, w.name, to_micros(w.created_at)) for w in op.worlds]
+    if rows:
+        s.many(
+            "INSERT INTO worlds (mind_id, id, parent_id, name, created_at) "
+            f"VALUES ({s.dialect.marks(5)}) ON CONFLICT (mind_id, id) DO UPDATE SET "
+            "parent_id = excluded.parent_id, name = excluded.name",
+            rows,
+        )
+
+
+def list_worlds(s: SqlSession, op: ops.ListWorlds) -> list[World]:
+    rows = s.all(
+        "SELECT mind_id, id, parent_id, name, created_at FROM worlds "
+        f"WHERE mind_id = {s.dialect.mark} ORDER BY id{s.dialect.bytewise}",
+        [op.mind_id],
+    )
+    return [
+        trusted(
+            World,
+            dict(mind_id=m, id=i, parent_id=p, name=n, created_at=from_micros(t)),
+        )
+        for m, i, p, n, t in rows
+    ]
+
+
+def count_worlds(s: SqlSession, op: ops.CountWorlds) -> dict[str, int]:
+    params: list[Any] = [op.mind_id]
+    statuses = s.dialect.any_of("status", [v.value for v in op.statuses], params)
+    rows = s.all(
+        f"SELECT world, count(*) FROM memories WHERE mind_id = {s.dialect.mark} AND {statuses} "
+        "GROUP BY world",
+        params,
+    )
+    return {str(world): int(n) for world, n in rows}
+
+
+def put_world_link(s: SqlSession, op: ops.PutWorldLink) -> bool:
+    added = s.execute(
+        "INSERT INTO world_links (mind_id, src, dst, created_at) "
+        f"VALUES ({s.dialect.marks(4)}) ON CONFLICT (mind_id, src, dst) DO NOTHING",
+        [op.mind_id, op.src, op.dst, to_micros(op.created_at)],
+    )
+    return added > 0
+
+
+def delete_world_link(s: SqlSession, op: ops.DeleteWorldLink) -> bool:
+    mark = s.dialect.mark
+    deleted = s.execute(
+        f"DELETE FROM world_links WHERE mind_id = {mark} AND src = {mark} AND dst = {mark}",
+        [op.mind_id, op.src, op.dst],
+    )
+    return deleted > 0
+
+
+def list_world_links(s: SqlSession, op: ops.ListWorldLinks) -> list[tuple[str, str]]:
+    bytewise = s.dialect.bytewise
+    rows = s.all(
+        f"SELECT src, dst FROM world_links WHERE mind_id = {s.dialect.mark} "
+        f"ORDER BY src{bytewise}, dst{bytewise}",
+        [op.mind_id],
+    )
+    return [(str(a), str(b)) for a, b in rows]
+
+
+def get_world_vectors(s: SqlSession, op: ops.GetWorldVectors) -> dict[str, ops.WorldSum]:
+    mark = s.dialect.mark
+    params: list[Any] = [op.mind_id, op.model, op.dims]
+    query = (
+        "SELECT world, total, members FROM world_vectors "
+        f"WHERE mind_id = {mark} AND model = {mark} AND dims = {mark}"
+    )
+    if op.worlds is not None:
+        if not op.worlds:
+            return {}
+        query += " AND " + s.dialect.any_of("world", list(op.worlds), params)
+    return {
+        str(world): (np.frombuffer(bytes(total), dtype=np.float64).copy(), int(members))
+        for world, total, members in s.all(query, params)
+    }
+
+
+def add_world_vectors(s: SqlSession, op: ops.AddWorldVectors) -> None:
+    if not op.deltas:
+        return
+    held = get_world_vectors(
+        s, ops.GetWorldVectors(op.mind_id, op.model, op.dims, sorted(op.deltas))
+    )
+    rows = []
+    for world, (delta, count) in sorted(op.deltas.items()):
+        vector = np.asarray(delta, dtype=np.float64).reshape(-1)
+        if vector.shape[0] != op.dims:
+            raise ValueError(f"AddWorldVectors: a delta of width {vector.shape[0]}, not {op.dims}")
+        total, members = held.get(world, (np.zeros(op.dims), 0))
+        members += count
+        total = total + vector if members > 0 else np.zeros(op.dims)
+        rows.append((op.mind_id, world, op.model, op.dims, total.tobytes(), max(members, 0)))
+    s.many(
+        "INSERT INTO world_vectors (mind_id, world, model, dims, total, members) "
+        f"VALUES ({s.dialect.marks(6)}) ON CONFLICT (mind_id, model, dims, world) DO UPDATE SET "
+        "total = excluded.total, members = excluded.members",
+        rows,
+    )
+
+
+def world_vector_models(s: SqlSession, op: ops.WorldVectorModels) -> list[tuple[str, int]]:
+    rows = s.all(
+        "SELECT DISTINCT model, dims FROM world_vectors "
+        f"WHERE mind_id = {s.dialect.mark} ORDER BY model, dims",
+        [op.mind_id],
+    )
+    return [(str(model), int(dims)) for model, dims in rows]
+
+
 # ---------------------------------------------------------------- events and audit
 
 
@@ -468,6 +705,50 @@ def release_lease(s: SqlSession, op: ops.ReleaseLease) -> None:
     drop_lease(s, op)
 
 
+# ---------------------------------------------------------------- federation
+
+
+def put_peer(s: SqlSession, op: ops.PutPeer) -> None:
+    p = op.peer
+    s.execute(
+        "INSERT INTO peers (mind_id, name, url, peer_mind, alpha, beta, created_at) "
+        f"VALUES ({s.dialect.marks(7)}) ON CONFLICT (mind_id, name) DO UPDATE SET "
+        "url = excluded.url, peer_mind = excluded.peer_mind, alpha = excluded.alpha, "
+        "beta = excluded.beta, created_at = excluded.created_at",
+        (op.mind_id, p.name, p.url, p.mind, p.alpha, p.beta, to_micros(p.created_at)),
+    )
+
+
+def delete_peer(s: SqlSession, op: ops.DeletePeer) -> bool:
+    mark = s.dialect.mark
+    deleted = s.execute(
+        f"DELETE FROM peers WHERE mind_id = {mark} AND name = {mark}", (op.mind_id, op.name)
+    )
+    return deleted > 0
+
+
+def list_peers(s: SqlSession, op: ops.ListPeers) -> list[Peer]:
+    rows = s.all(
+        "SELECT name, url, peer_mind, alpha, beta, created_at FROM peers "
+        f"WHERE mind_id = {s.dialect.mark} ORDER BY name{s.dialect.bytewise}",
+        (op.mind_id,),
+    )
+    return [
+        trusted(
+            Peer,
+            dict(
+                name=str(name),
+                url=None if url is None else str(url),
+                mind=str(mind),
+                alpha=float(alpha),
+                beta=float(beta),
+                created_at=from_micros(created),
+            ),
+        )
+        for name, url, mind, alpha, beta, created in rows
+    ]
+
+
 # ---------------------------------------------------------------- purge
 
 
@@ -481,6 +762,7 @@ def delete_memory_links(s: SqlSession, mind_id: str, ids: Sequence[str]) -> None
             ("cooccurrence", "b"),
             ("entity_refs", "memory_id"),
             ("vectors", "memory_id"),
+            ("memory_history", "memory_id"),
         ):
             params: list[Any] = [mind_id]
             among = s.dialect.any_of(column, chunk, params)
@@ -512,6 +794,18 @@ SHARED_HANDLERS: dict[type[Any], Handler] = {
     ops.GetCooccurrence: get_cooccurrence,
     ops.PutCooccurrence: put_cooccurrence,
     ops.ScanCooccurrence: scan_cooccurrence,
+    ops.MemoryStates: memory_states,
+    ops.GetHistory: get_history,
+    ops.PutHistory: put_history,
+    ops.PutWorlds: put_worlds,
+    ops.ListWorlds: list_worlds,
+    ops.CountWorlds: count_worlds,
+    ops.PutWorldLink: put_world_link,
+    ops.DeleteWorldLink: delete_world_link,
+    ops.ListWorldLinks: list_world_links,
+    ops.GetWorldVectors: get_world_vectors,
+    ops.AddWorldVectors: add_world_vectors,
+    ops.WorldVectorModels: world_vector_models,
     ops.AppendEvents: append_events,
     ops.ListEvents: list_events,
     ops.AuditHead: audit_head,
@@ -521,4 +815,7 @@ SHARED_HANDLERS: dict[type[Any], Handler] = {
     ops.IsEmpty: is_empty,
     ops.SaveSnapshot: save_snapshot,
     ops.LoadSnapshot: load_snapshot,
+    ops.PutPeer: put_peer,
+    ops.DeletePeer: delete_peer,
+    ops.ListPeers: list_peers,
 }

@@ -31,6 +31,7 @@ _TYPES: shared.Types = {
     "real": "REAL",
     "int": "INTEGER",
     "serial": "INTEGER PRIMARY KEY",
+    "blob": "BLOB",
     "without_rowid": " WITHOUT ROWID",
 }
 
@@ -178,6 +179,8 @@ MIGRATIONS: list[Migration] = [
     ),
     (6, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
     (7, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
+    (8, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
+    (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
 ]
 
 

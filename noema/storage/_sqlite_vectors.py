@@ -143,9 +143,11 @@ class VectorIndexes:
         wanted = max(op.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
         while True:
             count = min(wanted, size)
-            exhaustive = size <= EXACT_BELOW or count >= size
+            # Widen until every vector was a candidate: a filter (a world, a kind) may
+            # pass none of the nearest, however small the index.
+            exhaustive = count >= size
             entry.index.expansion_search = max(MIN_EXPANSION_SEARCH, count)  # type: ignore[misc]
-            found = entry.index.search(query, count, exact=exhaustive)
+            found = entry.index.search(query, count, exact=exhaustive or size <= EXACT_BELOW)
             keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
             # Candidates come best first: read them in slices until enough pass the filters.
             rows: list[tuple[int, bytes]] = []

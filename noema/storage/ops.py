@@ -24,6 +24,9 @@ from concepts import (
     Relationship,
     RelationStatus,
 )
+from concepts.enums import Lifecycle, Status
+from concepts.federation import Peer
+from concepts.worlds import World
 
 R = TypeVar("R")
 
@@ -32,6 +35,7 @@ R = TypeVar("R")
 MUTABLE_FIELDS = frozenset(
     {
         "keys",
+        "changed_at",
         "confidence",
         "alpha",
         "beta",
@@ -48,6 +52,11 @@ MUTABLE_FIELDS = frozenset(
         "feedback_mean",
     }
 )
+
+
+#: Mutable fields whose earlier values are kept as transaction-time history: an update
+#: that changes one must also set ``changed_at``, the instant the change is known from.
+HISTORY_FIELDS = frozenset({"status", "lifecycle", "valid_to"})
 
 
 class Op(Generic[R]):
@@ -87,7 +96,10 @@ class InsertMemories(Op[None]):
 class UpdateMemories(Op[None]):
     """Change mutable fields (``MUTABLE_FIELDS``) of memories of one mind.
 
-    A change of ``keys`` re-indexes them: afterwards only the new keys match.
+    A change of ``keys`` re-indexes them: afterwards only the new keys match. A
+    change of a ``HISTORY_FIELDS`` field must come with ``changed_at``: the state
+    it replaces is kept in the history as the span from the memory's previous
+    ``changed_at`` (else ``recorded_at``) to this one (``MemoryStates`` reads it).
     """
 
     mind_id: str
@@ -161,6 +173,128 @@ class ScanActivation(Op[list[tuple[str, float, datetime, float]]]):
 @dataclass(frozen=True, slots=True)
 class CountMemories(Op[list[tuple[str, str, int]]]):
     """``(kind, status, count)`` rows for one mind."""
+
+    mind_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStates(Op[dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]]):
+    """``(status, lifecycle, valid_to, since)`` that memories of ``ids`` had at ``at``.
+
+    ``since`` is when that state began (its span's ``sys_from``). Only memories
+    whose state changed after ``at`` are in the answer (the others stand as
+    stored), and only if they had been recorded by then.
+    """
+
+    mind_id: str
+    ids: Sequence[str]
+    at: datetime
+
+
+#: One earlier state of a memory: ``(memory_id, sys_from, sys_to, status, lifecycle,
+#: valid_to)``, held from ``sys_from`` until ``sys_to`` (transaction time).
+HistorySpan = tuple[str, datetime, datetime, Status, Lifecycle, datetime | None]
+
+
+@dataclass(frozen=True, slots=True)
+class GetHistory(Op[list[HistorySpan]]):
+    """The history spans of the memories ``ids``, by memory id then ``sys_from``."""
+
+    mind_id: str
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class PutHistory(Op[None]):
+    """Store history spans as they are (a restore); a span already held is refused."""
+
+    mind_id: str
+    spans: Sequence[HistorySpan]
+
+
+# ---------------------------------------------------------------- worlds
+
+
+@dataclass(frozen=True, slots=True)
+class PutWorlds(Op[None]):
+    """Store worlds: new ones, or a new name or parent for those already held."""
+
+    worlds: Sequence[World]
+
+
+@dataclass(frozen=True, slots=True)
+class ListWorlds(Op[list[World]]):
+    """Every stored world of a mind (the root is never stored), by id."""
+
+    mind_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CountWorlds(Op[dict[str, int]]):
+    """How many memories of each ``statuses`` each world of a mind holds (none: left out)."""
+
+    mind_id: str
+    statuses: Sequence[Status] = (Status.ACTIVE,)
+
+
+@dataclass(frozen=True, slots=True)
+class PutWorldLink(Op[bool]):
+    """Link world ``src`` to ``dst`` (``refers_to``); False when they were linked already."""
+
+    mind_id: str
+    src: str
+    dst: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteWorldLink(Op[bool]):
+    """Remove the link from ``src`` to ``dst``; False when there was none."""
+
+    mind_id: str
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListWorldLinks(Op[list[tuple[str, str]]]):
+    """``(src, dst)`` of every world link of a mind, in that order."""
+
+    mind_id: str
+
+
+#: A world's composed vector as stored: the float64 sum of its members' vectors and
+#: how many were added (``noema.memory.worlds`` composes them).
+WorldSum = tuple[np.ndarray, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GetWorldVectors(Op[dict[str, WorldSum]]):
+    """The composed vectors under ``(model, dims)`` of ``worlds`` (``None``: every world)."""
+
+    mind_id: str
+    model: str
+    dims: int
+    worlds: Sequence[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddWorldVectors(Op[None]):
+    """Add ``(sum, count)`` deltas to worlds' composed vectors under ``(model, dims)``.
+
+    A world with no composed vector yet starts from zero; a negative delta takes
+    a member's vector away (re-embedding, purge).
+    """
+
+    mind_id: str
+    model: str
+    dims: int
+    deltas: Mapping[str, WorldSum]
+
+
+@dataclass(frozen=True, slots=True)
+class WorldVectorModels(Op[list[tuple[str, int]]]):
+    """The ``(model, dims)`` under which a mind holds composed world vectors."""
 
     mind_id: str
 
@@ -454,6 +588,32 @@ class ReleaseLease(Op[None]):
     holder: str
 
 
+# ---------------------------------------------------------------- federation
+
+
+@dataclass(frozen=True, slots=True)
+class PutPeer(Op[None]):
+    """Store a mind's subscription to a peer, or replace the one of that name (its trust)."""
+
+    mind_id: str
+    peer: Peer
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePeer(Op[bool]):
+    """Remove a mind's subscription ``name``; False when it had none of that name."""
+
+    mind_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListPeers(Op[list[Peer]]):
+    """Every subscription of a mind, by name."""
+
+    mind_id: str
+
+
 #: The operations that change the store; a read session refuses them.
 WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
     {
@@ -465,6 +625,11 @@ WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
         InsertRelationships,
         SetRelationshipStatus,
         PutCooccurrence,
+        PutHistory,
+        PutWorlds,
+        PutWorldLink,
+        DeleteWorldLink,
+        AddWorldVectors,
         AppendEvents,
         AppendAudit,
         SaveSnapshot,
@@ -472,5 +637,7 @@ WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
         ReleaseLease,
         PurgeMemories,
         TombstoneEvents,
+        PutPeer,
+        DeletePeer,
     }
 )

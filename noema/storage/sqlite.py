@@ -41,7 +41,7 @@ from noema.storage._sqlite_text import (
 )
 from noema.storage._sqlite_vectors import VectorIndexes, get_vectors, put_vectors
 
-__all__ = ["SQLiteStorage"]
+__all__ = ["SQLiteStorage", "missing_file"]
 
 #: The index each ``memories_where`` column is looked up by.
 _INDEX_OF = {
@@ -61,6 +61,15 @@ def _parse_path(url: str) -> str:
     if not path:
         raise ConfigError(f"database URL {url!r} names no file (use sqlite:///PATH or :memory:)")
     return path
+
+
+def missing_file(url: str) -> str | None:
+    """The file ``url`` names when no file is there (``None`` for one that is, or memory)."""
+    path = _parse_path(url)
+    if path == ":memory:":
+        return None
+    target = Path(path).expanduser()
+    return None if target.exists() else str(target)
 
 
 class _Session(_sql.SqlSession):
@@ -142,6 +151,7 @@ def _insert_memories(s: _Session, op: ops.InsertMemories) -> None:
 
 def _update_memories(s: _Session, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
+    _sql.keep_history(s, op)  # first: it refuses a change without changed_at
     # Keys are rebuilt (reindex) where content never changes: re-index those rows.
     rekeyed = [memory_id for memory_id, changes in op.updates if "keys" in changes]
     if rekeyed:

@@ -71,8 +71,8 @@ class MigrationProbe(Protocol):
 
 def _old_row(memory: Memory) -> dict[str, Any]:
     row = dict(zip(MEMORY_COLUMNS, memory_row(memory), strict=True))
-    del row["keys"]
-    del row["lifecycle"]
+    for later in ("keys", "lifecycle", "world", "changed_at"):
+        del row[later]
     return row
 
 

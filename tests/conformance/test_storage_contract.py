@@ -253,15 +253,14 @@ def test_update_memories_changes_every_mutable_field(storage: Storage) -> None:
         "feedback_mean": -0.75,
         "keys": "rebuilt expansion keys",
         "lifecycle": Lifecycle.STALE,
+        "changed_at": later,
     }
     assert set(changes) == ops.MUTABLE_FIELDS
-    write(
-        storage,
-        ops.UpdateMemories(mind_id, [(one.id, changes), (two.id, {"valid_to": later})]),
-    )
+    closed = {"valid_to": later, "changed_at": later}
+    write(storage, ops.UpdateMemories(mind_id, [(one.id, changes), (two.id, closed)]))
     got = by_id(read(storage, ops.GetMemories(mind_id, [one.id, two.id])))
     assert_same_memory(got[one.id], one.model_copy(update=changes))
-    assert_same_memory(got[two.id], two.model_copy(update={"valid_to": later}))
+    assert_same_memory(got[two.id], two.model_copy(update=closed))
 
 
 IMMUTABLE_FIELDS = sorted(set(Memory.model_fields) - ops.MUTABLE_FIELDS)
@@ -293,7 +292,12 @@ def test_update_memories_never_touches_another_minds_row(storage: Storage) -> No
     mind_a, mind_b = ensure_mind(storage, "a"), ensure_mind(storage, "b")
     memory = make_memory(mind_a, "belongs to a")
     write(storage, ops.InsertMemories([memory]))
-    write(storage, ops.UpdateMemories(mind_b, [(memory.id, {"status": Status.RETRACTED})]))
+    write(
+        storage,
+        ops.UpdateMemories(
+            mind_b, [(memory.id, {"status": Status.RETRACTED, "changed_at": T0 + DAY})]
+        ),
+    )
     [stored] = read(storage, ops.GetMemories(mind_a, [memory.id]))
     assert stored.status == Status.ACTIVE
 
@@ -845,7 +849,8 @@ def test_scan_memories_pages_in_id_order(storage: Storage) -> None:
         after = page[-1].id
     assert seen == sorted(m.id for m in memories)
     # Without filters a scan sees every status; with default filters, active only.
-    write(storage, ops.UpdateMemories(mind_id, [(memories[0].id, {"status": Status.ARCHIVED})]))
+    archived = {"status": Status.ARCHIVED, "changed_at": T0 + 7 * DAY}
+    write(storage, ops.UpdateMemories(mind_id, [(memories[0].id, archived)]))
     assert len(read(storage, ops.ScanMemories(mind_id))) == 7
     assert len(read(storage, ops.ScanMemories(mind_id, RecallFilters()))) == 6
 
@@ -1233,7 +1238,8 @@ def test_a_write_transaction_rolls_back_completely_on_an_exception(storage: Stor
     with pytest.raises(Boom), storage.transaction() as session:
         session.run(ops.EnsureMind("ghost", new_id(T0), T0))
         session.run(ops.InsertMemories([a, b]))
-        session.run(ops.UpdateMemories(mind_id, [(kept.id, {"status": Status.RETRACTED})]))
+        retracted = {"status": Status.RETRACTED, "changed_at": T0 + DAY}
+        session.run(ops.UpdateMemories(mind_id, [(kept.id, retracted)]))
         edge = make_edge(mind_id, a.id, Relation.SAME_AS, b.id, status=RelationStatus.PROPOSED)
         session.run(ops.InsertRelationships([edge]))
         session.run(ops.SetRelationshipStatus(mind_id, edge.id, RelationStatus.ACTIVE, T0))
@@ -1468,8 +1474,11 @@ def test_search_vectors_honours_status_and_as_of(storage: Storage) -> None:
         ops.UpdateMemories(
             mind,
             [
-                (old.id, {"status": Status.SUPERSEDED, "valid_to": T0 + DAY}),
-                (gone.id, {"status": Status.RETRACTED}),
+                (
+                    old.id,
+                    {"status": Status.SUPERSEDED, "valid_to": T0 + DAY, "changed_at": T0 + DAY},
+                ),
+                (gone.id, {"status": Status.RETRACTED, "changed_at": T0 + DAY}),
             ],
         ),
         ops.PutVectors(mind, "v", [old.id, new.id, gone.id], unit([[1, 0], [1, 0.1], [1, 0]])),
@@ -1571,7 +1580,9 @@ def test_entity_references_rank_by_shared_entities(storage: Storage) -> None:
     both, one, none, retracted = insert(storage, mind, ["both", "one", "none", "retracted"])
     write(
         storage,
-        ops.UpdateMemories(mind, [(retracted.id, {"status": Status.RETRACTED})]),
+        ops.UpdateMemories(
+            mind, [(retracted.id, {"status": Status.RETRACTED, "changed_at": T0 + DAY})]
+        ),
         ops.PutEntities(
             mind,
             [
@@ -1667,13 +1678,22 @@ def test_tombstone_events_replaces_payloads_of_this_mind_only(storage: Storage) 
 
 
 def test_every_operation_of_the_contract_is_exercised_here() -> None:
-    """A new op joins the contract only with its tests in this file."""
-    source = Path(__file__).read_text(encoding="utf-8")
+    """A new op joins the contract only with its tests in this file (or, for worlds and
+    history, in ``test_worlds_history.py`` beside it; for federation, ``test_peers.py``)."""
+    here = Path(__file__)
+    source = "".join(
+        path.read_text(encoding="utf-8")
+        for path in (
+            here,
+            here.with_name("test_worlds_history.py"),
+            here.with_name("test_peers.py"),
+        )
+    )
     operations = sorted(
         name
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 37
+    assert len(operations) == 52
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []

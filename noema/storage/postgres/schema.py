@@ -33,6 +33,7 @@ _TYPES: shared.Types = {
     "real": "double precision",
     "int": "bigint",
     "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "blob": "bytea",
     "without_rowid": "",
 }
 
@@ -169,6 +170,8 @@ MIGRATIONS: list[Migration] = [
     ),
     (5, "audit entries by event, events by position", shared.render(shared.EVENT_LOOKUPS, _TYPES)),
     (6, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
+    (7, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
+    (8, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
 ]
 
 

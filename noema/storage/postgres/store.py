@@ -150,6 +150,7 @@ def _insert_memories(s: PostgresSession, op: ops.InsertMemories) -> None:
 
 def _update_memories(s: PostgresSession, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
+    _sql.keep_history(s, op)  # first: it refuses a change without changed_at
     rekeyed = [(i, changes["keys"]) for i, changes in op.updates if "keys" in changes]
     if rekeyed:
         text.recount_keys(s, op.mind_id, rekeyed)
