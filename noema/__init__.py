@@ -81,6 +81,9 @@ _EXPORTS: dict[str, str] = {
     "confidence_tier": "concepts",
     "HealthReport": "noema.memory.health",
     "Finding": "noema.memory.health",
+    "WorldInfo": "concepts",
+    "Peer": "concepts",
+    "PeerUnavailable": "noema.errors",
 }
 
 __all__ = [
@@ -121,6 +124,8 @@ __all__ = [
     "NoemaRetriever",
     "NotFound",
     "Observation",
+    "Peer",
+    "PeerUnavailable",
     "Percept",
     "PolicyViolation",
     "Process",
@@ -147,6 +152,7 @@ __all__ = [
     "VerifyReport",
     "WorkingMemoryItem",
     "WorkspaceSnapshot",
+    "WorldInfo",
     "WritePolicy",
     "check_event_kind",
     "confidence_tier",
@@ -170,6 +176,7 @@ if TYPE_CHECKING:
         MemoryInput,
         MemoryKind,
         Observation,
+        Peer,
         RecallFilters,
         RecallResult,
         Relation,
@@ -178,6 +185,7 @@ if TYPE_CHECKING:
         Status,
         WorkingMemoryItem,
         WorkspaceSnapshot,
+        WorldInfo,
         confidence_tier,
     )
     from concepts.models import check_event_kind
@@ -191,6 +199,7 @@ if TYPE_CHECKING:
         MigrationError,
         NoemaError,
         NotFound,
+        PeerUnavailable,
         PolicyViolation,
         RuntimeFailure,
         StorageError,

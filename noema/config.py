@@ -45,6 +45,10 @@ DEFAULT_RRF_K = 60
 DEFAULT_DEEP_POOL = 100
 DEFAULT_EMBED_INLINE_MAX = 64
 DEFAULT_DEEP_WEIGHT = 0.3
+#: Worlds a ``worlds-first`` recall looks inside, and how it scores them
+#: (docs/benchmarks.md, "Worlds-first recall").
+DEFAULT_WORLDS_FIRST_LIMIT = 3
+DEFAULT_WORLD_POOLING: Literal["mean", "attention"] = "mean"
 
 
 #: Signals left out of a result's components while their weight is 0.
@@ -71,6 +75,9 @@ class RecallWeights(BaseModel):
     status: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     #: Co-occurrence with the query's other strong results (``noema.memory.cooccurrence``).
     cooccurrence: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The same-world bonus inside a world (``noema.memory.worlds``): its own memories get
+    #: all of it, its descendants' half; added only when a recall names a world.
+    world: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
 
     def effective(self, *, vectors: bool) -> dict[str, float]:
         """The weights in use: without vectors the vector weight moves to text.
@@ -78,6 +85,7 @@ class RecallWeights(BaseModel):
         A zero graph weight is left out, so the graph lane adds candidates only.
         """
         weights = self.model_dump()
+        del weights["world"]  # added by the recall's scope, when it names a world
         for optional in OPTIONAL_SIGNALS:
             if not weights[optional]:
                 del weights[optional]
@@ -155,6 +163,12 @@ class MindConfig(BaseModel):
     #: The ``decay`` job marks active and candidate memories stale below this
     #: faded confidence.
     stale_confidence: float = Field(default=STALE_CONFIDENCE, ge=0.0, le=1.0)
+    #: ``worlds-first`` recall looks inside this many best worlds
+    #: (``noema.memory.composed``).
+    worlds_first_limit: int = Field(default=DEFAULT_WORLDS_FIRST_LIMIT, ge=1, le=10_000)
+    #: How ``worlds-first`` scores a world: the cosine with its ``mean`` vector, or
+    #: with its members pooled by ``attention`` to the query (measured on LoCoMo).
+    world_pooling: Literal["mean", "attention"] = DEFAULT_WORLD_POOLING
 
 
 class JobsConfig(BaseModel):

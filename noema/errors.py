@@ -1,4 +1,4 @@
-"""The one exception tree of Noema.
+"""The one exception tree of Noema, and the warnings beside it.
 
     NoemaError
     ├── UsageError (ValueError)           a caller's mistake; the CLI exits 2
@@ -12,6 +12,9 @@
         ├── StorageError                  the database failed (translated from the driver)
         ├── MigrationError                the schema could not be brought up to date
         └── IntegrityError                the audit chain or a content hash does not verify
+
+    NoemaWarning (UserWarning)            something degraded; the call still answered
+    └── PeerUnavailable                   a peer of a federated recall could not be read
 
 Driver exceptions are translated at the storage boundary with ``raise ... from exc``.
 A ``UsageError`` may name the input field it is about (``error.field``: ``"content"``,
@@ -29,7 +32,9 @@ __all__ = [
     "InvalidInput",
     "MigrationError",
     "NoemaError",
+    "NoemaWarning",
     "NotFound",
+    "PeerUnavailable",
     "PolicyViolation",
     "RuntimeFailure",
     "StorageError",
@@ -97,6 +102,28 @@ class MigrationError(RuntimeFailure):
 
 class IntegrityError(RuntimeFailure):
     """Stored data does not verify against the audit chain or its content hash."""
+
+
+class NoemaWarning(UserWarning):
+    """Root of every warning Noema issues: the call went on, with less than it could have."""
+
+
+class PeerUnavailable(NoemaWarning):
+    """A peer of a federated recall could not be opened or read; its results are missing.
+
+    Attributes:
+        peer: the subscription's name (``a/b`` for a peer reached through peer ``a``).
+        mind: the peer mind's name.
+        url: the peer's store (``None``: the subscriber's own).
+        reason: what went wrong, in one line.
+    """
+
+    def __init__(self, peer: str, mind: str, url: str | None, reason: str) -> None:
+        super().__init__(f"peer {peer} unavailable: {reason}")
+        self.peer = peer
+        self.mind = mind
+        self.url = url
+        self.reason = reason
 
 
 def from_validation(exc: ValidationError, *, what: str = "") -> InvalidInput:

@@ -7,12 +7,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from langchain_core.embeddings import Embeddings
-from pydantic import SkipValidation, ValidationError
+from pydantic import Field, SkipValidation, ValidationError
 
 from concepts import (
+    ROOT_WORLD,
     AuditEntry,
     Channel,
     DecayClass,
@@ -34,8 +35,11 @@ from concepts import (
     RelationStatus,
     Status,
     WorkspaceSnapshot,
+    WorldInfo,
 )
-from concepts.models import Key, Note
+from concepts.federation import Peer
+from concepts.models import Key, Note, UtcDatetime
+from concepts.paths import WorldPath
 from noema import runtime
 from noema._arguments import Count, Position, checked
 from noema.clock import Clock, SystemClock
@@ -47,6 +51,7 @@ from noema.memory import consolidate as consolidation
 from noema.memory import upkeep
 from noema.memory.decay import DecayReport, run_decay
 from noema.memory.engine import Engine
+from noema.memory.federation import Federation
 from noema.memory.health import HealthReport, health_report
 from noema.memory.policy import apply_secret_policy, screen_name
 from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
@@ -63,6 +68,7 @@ from noema.memory.transfer import (
     restore,
 )
 from noema.memory.verify import Checkpoint, VerifyReport, checkpoint_of, verify_records
+from noema.memory.worlds import Worlds
 from noema.storage import Storage, open_storage, ops
 from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
 
@@ -111,7 +117,11 @@ class Mind:
         self._reconciler = self._engine.reconciler
         self._recaller = self._engine.recaller
         self._reader = self._engine.reader
+        self._worlds = Worlds(storage, info, self.clock)
         self._background = upkeep.BackgroundEmbedding(self._engine)
+        self._federation = Federation(
+            storage, info, self.config, self.clock, self.embedder, self.reranker
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -176,6 +186,7 @@ class Mind:
         finishes later.
         """
         self._background.stop()
+        self._federation.close()
         if self._owns_storage:
             self.storage.close()
 
@@ -232,13 +243,15 @@ class Mind:
         force: bool = False,
         origin_event: str | None = None,
         lifecycle: Lifecycle | str | None = None,
+        world: str = ROOT_WORLD,
     ) -> Memory:
         """Remember one thing; identical active content is reinforced and returned instead.
 
         ``decay`` (``ephemeral``, ``stable``, ``permanent``) sets how fast its
         confidence fades at query time. ``lifecycle`` (``active``, ``candidate``,
         ``verified``; ``None``: by channel, epistemic kind and links) is where its
-        trust as knowledge starts.
+        trust as knowledge starts. ``world``: the path of the world it belongs to
+        (created when missing; the root by default).
         """
         try:
             built_links = tuple(
@@ -265,6 +278,7 @@ class Mind:
                 "summary": summary,
                 "links": built_links,
                 "lifecycle": lifecycle,
+                "world": world,
             }
         )
         return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
@@ -485,6 +499,10 @@ class Mind:
         explore: bool = False,
         seed: int | None = None,
         depth: str = "fast",
+        world: str | None = None,
+        known_at: datetime | str | None = None,
+        strategy: str = "flat",
+        federated: bool = True,
         **filter_fields: Any,
     ) -> list[RecallResult]:
         """Recall memories for ``query``, each with the components of its score.
@@ -497,7 +515,22 @@ class Mind:
         ``rrf``) overrides the mind's default; ``explore`` adds Thompson sampling.
         ``depth="deep"`` reranks a wide pool of the fused ranking with the mind's
         reranker, shown as the ``rerank`` component (slower: see ``reranker``).
+
+        ``world`` (a path) recalls inside that world and its descendants, and the
+        worlds they link to (``world`` and ``link`` components); never a sibling.
+        ``known_at`` answers from what the mind had recorded by then, as it stood
+        then (transaction time; ``as_of`` is valid time: both together ask what the
+        mind believed at one time about another). ``strategy="worlds-first"``
+        finds the best worlds by their composed vectors, then recalls inside them.
+
+        With peers (``federate``) and ``federated`` left on, the peers' results
+        are merged in, each discounted by the mind's trust in its peer and by its
+        hops (``trust`` and ``hops`` components) and naming its ``peer``; a peer
+        that cannot be read is skipped with a ``PeerUnavailable`` warning.
+        Nothing is written into a peer, and a peer's result is never reinforced.
         """
+        if known_at is not None:
+            filter_fields["known_at"] = known_at
         if not isinstance(query, RecallQuery):
             query = recall_query(
                 query,
@@ -510,23 +543,75 @@ class Mind:
                 explore=explore,
                 seed=seed,
                 depth=depth,
+                world=world,
+                strategy=strategy,
+                federated=federated,
                 **filter_fields,
             )
-        return self._recaller.recall(query)
+        return self._federation.recall(self._recaller, query)
 
     @checked
-    def get(self, memory_id: str) -> Memory:
+    def get(self, memory_id: str, *, known_at: UtcDatetime | None = None) -> Memory:
         """The memory with this id, whatever its status.
 
+        With ``known_at``: as the mind knew it then (status, lifecycle, validity).
+
         Raises:
-            NotFound: the mind holds no such memory.
+            NotFound: the mind holds no such memory (or had not recorded it by then).
         """
-        return self._reader.get(memory_id)
+        return self._reader.get(memory_id, known_at=known_at)
 
     @checked
-    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_many(
+        self, memory_ids: Sequence[str], *, known_at: UtcDatetime | None = None
+    ) -> list[Memory]:
         """The memories with these ids, whatever their status; ids not held are left out."""
-        return self._reader.get_many(memory_ids)
+        return self._reader.get_many(memory_ids, known_at=known_at)
+
+    # ------------------------------------------------------------ worlds
+
+    @checked
+    def create_world(self, path: WorldPath) -> WorldInfo:
+        """The world at ``path`` (e.g. ``work/project-x``), created with any missing parent."""
+        return self._worlds.create(path)
+
+    def worlds(self) -> list[WorldInfo]:
+        """Every world of the mind, the root (path ``""``) first, by path."""
+        return self._worlds.list()
+
+    @checked
+    def world(self, path: WorldPath) -> WorldInfo:
+        """The world at ``path``.
+
+        Raises:
+            NotFound: the mind has no world there.
+        """
+        return self._worlds.show(path)
+
+    @checked
+    def rename_world(self, path: WorldPath, name: str) -> WorldInfo:
+        """Rename the world at ``path``; its memories and sub-worlds go with it."""
+        return self._worlds.rename(path, name)
+
+    @checked
+    def move_world(self, path: WorldPath, parent: WorldPath) -> WorldInfo:
+        """Move the world at ``path`` (and all below it) under the world at ``parent``."""
+        return self._worlds.move(path, parent)
+
+    @checked
+    def link_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
+        """Link ``src`` to ``dst`` (``refers_to``): recall in ``src`` reaches ``dst``'s memories."""
+        return self._worlds.link(src, dst)
+
+    @checked
+    def unlink_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
+        """Remove the link from ``src`` to ``dst``."""
+        return self._worlds.link(src, dst, unlink=True)
+
+    @checked
+    def world_path(self, world_id: str) -> str:
+        """The path of the world with id ``world_id`` (``""``: the root)."""
+        return self._worlds.tree().path(world_id) if world_id else ROOT_WORLD
 
     @checked
     def relationships(self, memory_id: str) -> list[Relationship]:
@@ -601,7 +686,13 @@ class Mind:
         }
 
     @checked
-    def health(self, *, rules: Sequence[str] | None = None, limit: Count = 100) -> HealthReport:
+    def health(
+        self,
+        *,
+        rules: Sequence[str] | None = None,
+        limit: Count = 100,
+        world: WorldPath | None = None,
+    ) -> HealthReport:
         """Run the health rules over the mind: what to review, merge, refresh or add.
 
         Deterministic rules (``noema.memory.health``, no model): declining
@@ -612,6 +703,7 @@ class Mind:
             rules: Names of the rules to run (``noema.memory.health.RULES``);
                 ``None`` runs them all.
             limit: Most findings per rule.
+            world: Only this world and its descendants (a path; ``None``: all).
 
         Returns:
             The report: findings in rule order, what each rule read, what it left off.
@@ -620,8 +712,70 @@ class Mind:
             InvalidInput: ``rules`` names an unknown rule (``field="rules"``).
         """
         return health_report(
-            self.storage, self.info, self.config, self.clock, rules=rules, limit=limit
+            self.storage, self.info, self.config, self.clock, rules=rules, limit=limit, world=world
         )
+
+    # ------------------------------------------------------------ federation
+
+    @checked
+    def federate(self, name: str, *, mind: str, url: str | None = None) -> Peer:
+        """Subscribe, read-only, to the mind ``mind`` of this store or of the store at ``url``.
+
+        Recall then asks that peer too (and the peers it subscribes to, up to
+        three hops away), discounting its results by the mind's trust in it: a
+        Beta(5, 5) prior that ``peer_feedback`` moves. Nothing is ever written
+        into the peer; a ``peer_added`` event is logged in this mind.
+
+        Args:
+            name: The subscription's name in this mind (letters, digits, ``_.-``).
+            mind: The peer mind's name in its store.
+            url: The peer's store; ``None`` (or this mind's own URL): this store.
+
+        Returns:
+            The subscription (the one already held, when it is the same).
+
+        Raises:
+            InvalidInput: a bad name, this mind itself, or a name or peer already
+                subscribed to otherwise.
+            NotFound: that store holds no mind ``mind``.
+            ConfigError, StorageError: the store at ``url`` cannot be opened
+                (a SQLite file that is not there is never created).
+        """
+        return self._federation.subscribe(name, mind=mind, url=url)
+
+    @checked
+    def unfederate(self, name: str) -> Peer:
+        """End the subscription ``name`` (its trust goes with it); returns it as it was.
+
+        Raises:
+            NotFound: the mind has no subscription of that name.
+        """
+        return self._federation.unsubscribe(name)
+
+    def peers(self) -> list[Peer]:
+        """The mind's subscriptions to peer minds, by name."""
+        return self._federation.peers()
+
+    @checked
+    def peer_feedback(
+        self,
+        peer: str,
+        value: Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)],
+        *,
+        memory_id: str | None = None,
+    ) -> Peer:
+        """Tell the mind a peer's result was right or useful (up to 1) or not (down to -1).
+
+        Moves the mind's trust in ``peer``: ``alpha += max(value, 0)``,
+        ``beta += max(-value, 0)``; the discount of its results follows the
+        posterior's 10th percentile. ``memory_id``, the peer's memory the feedback
+        is about, is recorded in the ``peer_feedback`` event. (``feedback`` rates
+        this mind's own memories.)
+
+        Raises:
+            NotFound: the mind has no subscription of that name.
+        """
+        return self._federation.feedback(peer, value, memory_id=memory_id)
 
     # ------------------------------------------------------------ the workspace
 
@@ -635,8 +789,13 @@ class Mind:
         embedder: Embedder | Embeddings | None = None,
         timeout: float = 10.0,
         max_failures: int = 3,
+        world: WorldPath = ROOT_WORLD,
     ) -> Workspace:
-        """A global workspace over this mind; by default with attend, retrieve and reflect."""
+        """A global workspace over this mind; by default with attend, retrieve and reflect.
+
+        ``world``: the world it runs in (a path): what it attends to is remembered
+        there, and retrieve recalls inside it.
+        """
         from processes import Attend, Reflect, Retrieve
 
         chosen = list(processes) if processes is not None else [Attend(), Retrieve(), Reflect()]
@@ -648,6 +807,7 @@ class Mind:
             attention=attention,
             timeout=timeout,
             max_failures=max_failures,
+            world=world,
         )
 
     @checked
@@ -659,11 +819,13 @@ class Mind:
         at: datetime | str | None = None,
         salience: float = 0.8,
         payload: Mapping[str, Any] | None = None,
+        world: WorldPath = ROOT_WORLD,
     ) -> CycleReport:
         """Feed one observation through one workspace cycle with the built-in processes.
 
-        Synchronous: do not call it from inside a running event loop (use
-        ``await mind.workspace().step([...])`` there).
+        ``world``: the world the cycle runs in (the observation is remembered
+        there; retrieve recalls inside it). Synchronous: do not call it from
+        inside a running event loop (use ``await mind.workspace().step([...])`` there).
         """
         try:
             observation = Observation(
@@ -679,7 +841,7 @@ class Mind:
             apply_secret_policy(observation, self.config.policy)
 
         async def one_cycle() -> CycleReport:
-            workspace = self.workspace()
+            workspace = self.workspace(world=world)
             report = await workspace.step([observation])
             await workspace.stop()
             return report
@@ -723,7 +885,8 @@ class Mind:
         before entity extraction (schema version 3) or key expansion (version 4)
         existed into the graph and keys lanes, and refreshes keys after the
         expansion changes. Idempotent: links are never duplicated, and keys
-        already up to date are not rewritten.
+        already up to date are not rewritten. Last, the worlds' composed vectors
+        are recomputed from the stored ones (stores from before they existed).
         """
         return upkeep.reindex(self._engine, progress, batch=batch)
 
@@ -898,16 +1061,21 @@ class Mind:
         with self.storage.transaction(write=False) as session:
             return checkpoint_of(self.id, session.run(ops.AuditHead(self.id)))
 
-    def export_lines(self) -> list[str]:
-        """The mind as JSONL lines (no newlines), from one consistent snapshot."""
-        return export_lines(self.storage, self.info)
+    @checked
+    def export_lines(self, *, world: WorldPath | None = None) -> list[str]:
+        """The mind as JSONL lines (no newlines), from one consistent snapshot.
 
-    def export(self, fp: IO[str]) -> int:
-        """Write the mind as JSONL to ``fp``; returns the number of lines."""
+        ``world``: only that world and its descendants, with the edges between
+        their memories and no events or audit chain (such a file is not restorable).
+        """
+        return export_lines(self.storage, self.info, world)
+
+    def export(self, fp: IO[str], *, world: str | None = None) -> int:
+        """Write the mind (or one ``world`` of it) as JSONL to ``fp``; returns the line count."""
         if not callable(getattr(fp, "write", None)):
             raise InvalidInput(f"fp: a text file open for writing, not {type(fp).__name__}")
         count = 0
-        for line in export_lines(self.storage, self.info):
+        for line in self.export_lines(world=world):
             fp.write(line + "\n")
             count += 1
         return count

@@ -71,6 +71,7 @@ class Attend(Process):
             salience=candidate.salience,
             at=candidate.payload["at"],
             payload=candidate.payload.get("payload") or {},
+            world=ctx.world,
         )
         origin = candidate.payload["observation_event"]
         await asyncio.to_thread(ctx.remember, [memory], origin_event=origin)

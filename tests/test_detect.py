@@ -49,7 +49,7 @@ def fresh(mind: Mind, content: str, **fields: Any) -> Any:
     item = MemoryInput(content=content, **fields)
     now = mind.clock.now()
     digest = content_hash(item.kind, item.content, item.key)
-    return mind._reconciler._new_memory(item, digest, now, EventLog(mind.id, now), None)
+    return mind._reconciler._new_memory(item, digest, "", now, EventLog(mind.id, now), None)
 
 
 def run(

@@ -216,7 +216,8 @@ def test_a_key_prefix_of_stale_lifecycle_memories_is_a_stale_cluster(mind: Mind)
         for i, field in enumerate(("owner", "deadline", "budget"))
     ]
     with mind.storage.transaction() as session:  # what the decay job does below the threshold
-        session.run(ops.UpdateMemories(mind.id, [(i, {"lifecycle": "stale"}) for i in ids[:2]]))
+        stale = {"lifecycle": "stale", "changed_at": mind.clock.now()}
+        session.run(ops.UpdateMemories(mind.id, [(i, stale) for i in ids[:2]]))
     [finding] = found(mind, "stale_cluster")
     assert finding.memory_ids == tuple(sorted(ids[:2]))
     assert (finding.evidence["group"], finding.evidence["name"]) == ("key", "project.x")

@@ -568,3 +568,40 @@ def test_invariant_7_backends_give_the_same_results(
 
     under_test = open_mind("golden")
     assert golden_scenario(under_test, clock) == golden
+
+
+# ---------------------------------------------------------------- invariant 10 (worlds)
+
+
+def test_invariant_10_a_world_never_sees_a_sibling_unless_linked(open_mind: OpenMind) -> None:
+    mind = open_mind("worlds")
+    a1 = mind.remember("project alpha: the vault code is aardvark", world="work/alpha")
+    a2 = mind.remember("alpha standup: aardvark vault audit", world="work/alpha/standups")
+    b1 = mind.remember("project beta: the aardvark vault is closed", world="work/beta")
+    mind.relate(a1.id, "contradicts", b1.id)  # a partner in the sibling stays out
+    mind.relate(a1.id, "refers_to", b1.id)  # the graph lane's hop stays out too
+    alpha = {a1.id, a2.id}
+    for text in ("aardvark", "vault code", "", "project beta aardvark vault closed"):
+        for options in (
+            {},
+            {"statuses": list(Status)},
+            {"fusion": "rrf"},
+            {"mode": "strict"},
+            {"known_at": mind.clock.now()},
+            {"as_of": mind.clock.now()},
+        ):
+            found = mind.recall(text, world="work/alpha", limit=100, peek=True, **options)
+            assert {r.memory.id for r in found} <= alpha, (text, options)
+            assert all(r.conflicts == () for r in found)
+            beta = mind.recall(text, world="work/beta", limit=100, peek=True, **options)
+            assert {r.memory.id for r in beta} <= {b1.id}, (text, options)
+    assert {i for f in mind.health(world="work/beta").findings for i in f.memory_ids} <= {b1.id}
+    exported = "\n".join(mind.export_lines(world="work/beta"))
+    assert a1.id not in exported and a2.id not in exported and "project alpha" not in exported
+    # A link opens the sibling, discounted; the other direction stays closed.
+    mind.link_worlds("work/alpha", "work/beta")
+    found = {r.memory.id: r for r in mind.recall("aardvark vault", world="work/alpha", peek=True)}
+    assert b1.id in found and found[b1.id].components["link"] < 0
+    back = mind.recall("aardvark vault", world="work/beta", limit=100, peek=True)
+    assert {r.memory.id for r in back} == {b1.id}
+    assert mind.verify().ok

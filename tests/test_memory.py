@@ -512,7 +512,7 @@ def test_without_vectors_the_vector_weight_moves_to_text(mind: Mind) -> None:
     [result] = mind.recall("lanterns", peek=True)
     text = DEFAULT_WEIGHTS.text + DEFAULT_WEIGHTS.vector
     assert result.weights == {
-        **DEFAULT_WEIGHTS.model_dump(exclude={"vector", "graph"}),
+        **DEFAULT_WEIGHTS.model_dump(exclude={"vector", "graph", "world"}),
         "text": pytest.approx(text),
     }
     assert result.signals["text"] == 1.0

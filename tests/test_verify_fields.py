@@ -64,6 +64,8 @@ def _other(column: str, value: Any) -> Any:
     """A value for ``column`` that differs from ``value`` and still loads."""
     if value is None:
         return FOR_EMPTY.get(column, 1_767_300_000_000_000)  # a time, in microseconds
+    if value == "":
+        return FOR_EMPTY.get(column, "forged")
     if column in OTHER_WORD:
         return OTHER_WORD[column] if value != OTHER_WORD[column] else "semantic"
     if isinstance(value, bool):

@@ -79,6 +79,8 @@ class ProcessContext:
         cycle: the number of the current cycle (0 before the first).
         percepts: this cycle's observations, each with the event that logged it.
         working_memory: what working memory holds, strongest first.
+        world: the path of the world the workspace runs in (``""``: the root):
+            attend remembers into it and retrieve recalls inside it.
     """
 
     mind: MindInfo
@@ -91,6 +93,7 @@ class ProcessContext:
     cycle: int = 0
     percepts: tuple[Percept, ...] = ()
     working_memory: tuple[WorkingMemoryItem, ...] = ()
+    world: str = ""
     _engine: Engine = field(repr=False)
     _emitted: list[Emitted] = field(default_factory=list, repr=False)
 
@@ -101,9 +104,11 @@ class ProcessContext:
         *,
         chat_model: BaseChatModel | None = None,
         embedder: Embedder | None = None,
+        world: str = "",
     ) -> ProcessContext:
         """The context of a workspace over ``engine``'s mind, before its first cycle."""
         return cls(
+            world=world,
             mind=engine.mind,
             config=engine.config,
             clock=engine.clock,

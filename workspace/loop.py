@@ -111,12 +111,15 @@ class Workspace:
         attention: AttentionConfig | None = None,
         timeout: float = 10.0,
         max_failures: int = 3,
+        world: str = "",
     ) -> None:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
             raise InvalidInput(f"processes: names must be unique, got {names}")
         self._engine = engine
-        self.ctx = ProcessContext.create(engine, chat_model=chat_model, embedder=embedder)
+        self.ctx = ProcessContext.create(
+            engine, chat_model=chat_model, embedder=embedder, world=world
+        )
         self._runners = {name: HookRunner(name) for name in names}  # started on first use
         self.processes = list(processes)
         self.attention = attention or AttentionConfig()

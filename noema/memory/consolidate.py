@@ -87,6 +87,7 @@ from noema.memory.grouping import (
     plan_group,
     plan_groups,
 )
+from noema.memory.worlds import load_tree
 from noema.storage import ops
 
 if TYPE_CHECKING:
@@ -546,7 +547,11 @@ def _write(
         lifecycle=Lifecycle.CANDIDATE,
     )
     with engine.storage.transaction(write=False) as session:
-        digest = content_hash(item.kind, item.content, item.key)
+        # The summary lives where every member is in sight: their nearest common world.
+        tree = load_tree(session, engine.mind.id)
+        world = tree.common({m.world for m in plan.members})
+        item = item.model_copy(update={"world": tree.path(world)})
+        digest = content_hash(item.kind, item.content, item.key, world)
         held = session.run(ops.FindActiveByHash(engine.mind.id, [digest]))
     if held:  # another run wrote this summary: link it, do not reinforce (no confirmation)
         _link_members(engine, held[0], ids, outcome)

@@ -338,8 +338,12 @@ def _candidates(
     vector: np.ndarray | None,
     model: str | None,
 ) -> tuple[dict[str, Memory], dict[str, float]]:
-    """Candidates for one new memory by id, and the cosines the vector lane knows."""
-    filters = RecallFilters()
+    """Candidates for one new memory by id, and the cosines the vector lane knows.
+
+    Only memories of its own world: the same words in another world are another
+    world's knowledge, neither a duplicate nor a correction.
+    """
+    filters = RecallFilters(worlds=(memory.world,))
     text = memory.content[:MAX_SCAN_CHARS]
     pool: dict[str, Memory] = {}
     near: dict[str, float] = {}

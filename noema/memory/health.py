@@ -95,6 +95,7 @@ from noema.errors import InvalidInput
 from noema.memory import cooccurrence
 from noema.memory.reconciler import PRIOR_STRENGTH
 from noema.memory.scoring import confidence_fade
+from noema.memory.worlds import load_tree
 from noema.storage import Session, Storage, ops
 
 __all__ = [
@@ -205,8 +206,13 @@ def health_report(
     *,
     rules: Sequence[str] | None = None,
     limit: int = 100,
+    world: str | None = None,
 ) -> HealthReport:
     """Run the health rules over one mind, in one read transaction.
+
+    Inside a ``world`` (a path) the rules read the memories of that world and
+    its descendants, and report only findings about those (coverage gaps, which
+    name no memory, only for the whole mind).
 
     Args:
         storage: The store holding the mind.
@@ -215,12 +221,14 @@ def health_report(
         clock: The clock; its ``now`` is the report's time.
         rules: The rules to run (names of ``RULES``); ``None`` runs them all.
         limit: Most findings per rule (at least 1).
+        world: The world examined (``None`` or ``""``: the whole mind).
 
     Returns:
         The findings in ``RULES`` order, with what each rule read.
 
     Raises:
         InvalidInput: A rule name is unknown, ``rules`` is empty, or ``limit`` < 1.
+        NotFound: The mind has no world at ``world``.
     """
     chosen = _chosen(rules)
     if limit < 1:
@@ -230,17 +238,24 @@ def health_report(
     scanned: dict[str, int] = {}
     left_off: dict[str, int] = {}
     with storage.transaction(write=False) as session:
+        scope = None
+        if world:
+            tree = load_tree(session, mind.id)
+            scope = frozenset(tree.subtree(tree.get(world)))
         context = _Context(session, mind.id, config, now, limit)
         active = [_RULE_CLASSES[name](context) for name in chosen]
         scanning = [rule for rule in active if rule.scans]
         if scanning:
-            for memory in _live_memories(session, mind.id):
+            for memory in _live_memories(session, mind.id, scope):
                 for rule in scanning:
                     rule.see(memory)
                     rule.scanned += 1
         for rule in active:
             rule.finish()
-            findings.extend(rule.top.best())
+            found = rule.top.best()
+            if scope is not None:
+                found = _inside(session, mind.id, found, scope)
+            findings.extend(found)
             scanned[rule.name] = rule.scanned
             if rule.top.total > limit:
                 left_off[rule.name] = rule.top.total - limit
@@ -337,8 +352,22 @@ def _live(memory: Memory | None) -> bool:
     )
 
 
-def _live_memories(session: Session, mind_id: str) -> Iterator[Memory]:
-    filters = RecallFilters()
+def _inside(
+    session: Session, mind_id: str, findings: Sequence[Finding], scope: frozenset[str]
+) -> list[Finding]:
+    """The findings about memories of the worlds in ``scope`` only."""
+    held = _memories(session, mind_id, [i for f in findings for i in f.memory_ids])
+    return [
+        f
+        for f in findings
+        if f.memory_ids and all(i in held and held[i].world in scope for i in f.memory_ids)
+    ]
+
+
+def _live_memories(
+    session: Session, mind_id: str, scope: frozenset[str] | None = None
+) -> Iterator[Memory]:
+    filters = RecallFilters(worlds=() if scope is None else tuple(sorted(scope)))
     after: str | None = None
     while True:
         page = session.run(ops.ScanMemories(mind_id, filters, after_id=after, limit=PAGE))
@@ -594,7 +623,7 @@ class _Duplicate(_Rule):
         text = _fingerprint(memory)
         if not text:
             return
-        digest = _digest(memory.kind.value, text)
+        digest = _digest(f"{memory.kind.value}\x1f{memory.world}", text)  # per world
         first = self.first.setdefault(digest, memory.id)
         if first != memory.id:
             group = self.groups.setdefault(digest, [first])

@@ -21,6 +21,7 @@ import numpy as np
 
 from concepts import Memory, RecallFilters, RecallQuery, Relation, RelationStatus
 from noema.memory.entities import extract_entities
+from noema.memory.history import as_known
 from noema.memory.query import QueryPlan
 from noema.memory.terms import query_terms
 from noema.storage import Session, ops
@@ -179,7 +180,8 @@ def graph_lane(
                 if near in strength and far not in strength:
                     hop[far] = max(hop.get(far, 0.0), strength[near] * HOP_FACTOR)
         if hop:
-            for memory in session.run(ops.GetMemories(mind_id, sorted(hop))):
+            held = session.run(ops.GetMemories(mind_id, sorted(hop)))
+            for memory in as_known(session, mind_id, held, filters.known_at):
                 if filters.matches(memory, query.as_of):
                     strength[memory.id] = hop[memory.id]
                     memories[memory.id] = memory

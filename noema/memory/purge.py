@@ -31,6 +31,7 @@ from concepts import (
 from noema.clock import Clock
 from noema.errors import InvalidInput, NotFound
 from noema.memory.audit import TOMBSTONE_KEY, tombstone
+from noema.memory.composed import decompose
 from noema.memory.events import EventLog
 from noema.storage import Session, Storage, ops
 
@@ -154,6 +155,7 @@ def purge(storage: Storage, mind: MindInfo, clock: Clock, plan: PurgePlan) -> Pu
             },
         )
         session.run(ops.TombstoneEvents(mind.id, quoting, tombstone(event.id)))
+        decompose(session, mind.id, sorted(ids))
         session.run(ops.PurgeMemories(mind.id, sorted(ids)))
         _scrub_snapshot(session, mind, ids, quotes, log.now)
         log.flush(session)

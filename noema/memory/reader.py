@@ -28,6 +28,7 @@ from concepts import (
     WorkspaceSnapshot,
 )
 from noema.errors import NotFound, from_validation
+from noema.memory.history import as_known
 from noema.memory.recall import Recaller
 from noema.storage import Storage, ops
 
@@ -46,6 +47,9 @@ def recall_query(
     explore: bool = False,
     seed: int | None = None,
     depth: str = "fast",
+    world: str | None = None,
+    strategy: str = "flat",
+    federated: bool = True,
     **filter_fields: Any,
 ) -> RecallQuery:
     """A validated ``RecallQuery``.
@@ -68,6 +72,9 @@ def recall_query(
             explore=explore,
             seed=seed,
             depth=depth,
+            world=world,
+            strategy=strategy,
+            federated=federated,
         )
     except ValidationError as exc:
         raise from_validation(exc) from None
@@ -99,23 +106,37 @@ class MemoryReader:
             request = recall_query(query, **{**options, "peek": True})
         return self._recaller.recall(request)
 
-    def get(self, memory_id: str) -> Memory:
-        """The memory with this id, whatever its status.
+    def get(self, memory_id: str, *, known_at: datetime | None = None) -> Memory:
+        """The memory with this id, whatever its status (as known at ``known_at``).
 
         Raises:
-            NotFound: the mind holds no such memory.
+            NotFound: the mind holds no such memory (or had not recorded it by then).
         """
-        found = self.get_many([memory_id])
+        found = self.get_many([memory_id], known_at=known_at)
         if not found:
-            raise NotFound(f"no memory {memory_id} in mind {self._mind.name!r}")
+            when = "" if known_at is None else f" as known at {known_at.isoformat()}"
+            raise NotFound(f"no memory {memory_id} in mind {self._mind.name!r}{when}")
         return found[0]
 
-    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
-        """The memories with these ids that the mind holds (missing ids are left out)."""
+    def get_many(
+        self, memory_ids: Sequence[str], *, known_at: datetime | None = None
+    ) -> list[Memory]:
+        """The memories with these ids that the mind holds (missing ids are left out).
+
+        With ``known_at``: those it had recorded by then, in the status, lifecycle
+        and validity they had then (``noema.memory.history``).
+        """
         if not memory_ids:
             return []
         with self._storage.transaction(write=False) as session:
-            return session.run(ops.GetMemories(self._mind.id, list(memory_ids)))
+            found = session.run(ops.GetMemories(self._mind.id, list(memory_ids)))
+            if known_at is None:
+                return found
+            return [
+                m
+                for m in as_known(session, self._mind.id, found, known_at)
+                if m.recorded_at <= known_at
+            ]
 
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""

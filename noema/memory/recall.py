@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -49,9 +50,11 @@ from noema.memory.adjust import (
     newer_first,
     same_subject,
 )
+from noema.memory.composed import worlds_first
 from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights
 from noema.memory.cooccurrence import signal as cooccurrence_signal
 from noema.memory.events import EventLog
+from noema.memory.history import as_known
 from noema.memory.lanes import HOP_FACTOR, LANES, Hit, graph_lane, text_lane, vector_lane
 from noema.memory.policy import loggable
 from noema.memory.query import QueryPlan, understand
@@ -68,6 +71,7 @@ from noema.memory.scoring import (
     score,
 )
 from noema.memory.terms import MAX_TERMS, STOPWORDS, query_terms
+from noema.memory.worlds import DESCENDANT_SIGNAL, LINK_FACTOR, load_tree
 from noema.storage import Session, Storage, ops
 
 __all__ = [
@@ -187,12 +191,13 @@ class Recaller:
         self, session: Session, query: RecallQuery, now: datetime, vector: np.ndarray | None
     ) -> list[RecallResult]:
         """The ranked, explained results of ``query`` (nothing is written)."""
-        filters = _recall_filters(query)
+        scope = self.scope(session, query)
+        filters = scope.filters
         reference = query.as_of or now
         plan = understand(query.text, reference)
         fusion = query.fusion or self.config.fusion
         rng = random.Random(query.seed) if query.explore else None
-        scored = self.candidates(session, query, now, vector, plan=plan, rng=rng)
+        scored = self.candidates(session, query, now, vector, plan=plan, rng=rng, scope=scope)
         if not scored:
             return []
         if fusion == "weighted" and self.config.weights.cooccurrence > 0:
@@ -213,17 +218,21 @@ class Recaller:
         partners = sorted({p for m_id in present for p in conflicts.get(m_id, ())} - present)
         if partners:
             scored_by_id = {s.memory.id: s for s in scored}
-            for memory in session.run(ops.GetMemories(self.mind.id, partners)):
+            held = session.run(ops.GetMemories(self.mind.id, partners))
+            for memory in as_known(session, self.mind.id, held, filters.known_at):
                 if filters.matches(memory, query.as_of):
-                    partner = scored_by_id.get(memory.id) or score(
-                        Hit(memory),
-                        plan,
-                        fusion,
-                        reference,
-                        now,
-                        self.config,
-                        vectors=vector is not None,
-                        rng=rng,
+                    partner = scored_by_id.get(memory.id) or scope.place(
+                        score(
+                            Hit(memory),
+                            plan,
+                            fusion,
+                            reference,
+                            now,
+                            self.config,
+                            vectors=vector is not None,
+                            rng=rng,
+                        ),
+                        self.config.weights.world,
                     )
                     top.append(partner)
                     present.add(memory.id)
@@ -249,31 +258,74 @@ class Recaller:
         *,
         plan: QueryPlan | None = None,
         rng: random.Random | None = None,
+        scope: Scope | None = None,
     ) -> list[Scored]:
         """Every candidate the lanes found for ``query``, scored, best first.
 
         The benchmarks fit the fusion weights on these (their ``signals``).
+        ``worlds-first`` (``query.strategy``) runs the lanes inside the
+        ``config.worlds_first_limit`` worlds whose composed vectors best match the
+        query (``noema.memory.composed``); without an embedder or a query vector,
+        or before any world has a composed vector, it is a flat recall. ``scope``:
+        the query's worlds, when the caller has them already.
         """
-        filters = _recall_filters(query)
+        if scope is None:
+            scope = self.scope(session, query)
+        filters = scope.filters
+        if filters.worlds == _NOWHERE:
+            return []
         reference = query.as_of or now
         if plan is None:
             plan = understand(query.text, reference)
         pool = max(query.limit * POOL_FACTOR, MIN_POOL)
         found: dict[str, Hit] = {}
         mind, embedder = self.mind.id, self.embedder
+        if query.strategy == "worlds-first" and vector is not None and embedder is not None:
+            limit, pooling = self.config.worlds_first_limit, self.config.world_pooling
+            filters = worlds_first(
+                session, mind, embedder.model, vector, filters, query.as_of, limit, pooling
+            )
         text_lane(
             session, mind, query, plan, filters, pool, found, has_embedder=embedder is not None
         )
         if vector is not None and embedder is not None:
             vector_lane(session, mind, embedder.model, query, filters, pool, vector, found)
         graph_lane(session, mind, query, filters, pool, found)
+        if filters.known_at is not None:  # what the mind believed then, not what it knows now
+            hits = list(found.values())
+            for hit, memory in zip(
+                hits,
+                as_known(session, mind, [h.memory for h in hits], filters.known_at),
+                strict=True,
+            ):
+                hit.memory = memory
         fusion, vectors = query.fusion or self.config.fusion, vector is not None
+        weight = self.config.weights.world
         scored = [
-            score(c, plan, fusion, reference, now, self.config, vectors=vectors, rng=rng)
+            scope.place(
+                score(c, plan, fusion, reference, now, self.config, vectors=vectors, rng=rng),
+                weight,
+            )
             for c in found.values()
         ]
         scored.sort(key=best_first)
         return scored
+
+    def scope(self, session: Session, query: RecallQuery) -> Scope:
+        """The filters of ``query`` with its world's scope (``noema.memory.worlds``).
+
+        Raises:
+            NotFound: the mind has no world at ``query.world``.
+        """
+        filters = _recall_filters(query)
+        if not query.world:  # the root: the whole mind, no world is nearer than another
+            return Scope(filters)
+        tree = load_tree(session, self.mind.id)
+        home = tree.get(query.world)
+        hops = tree.scope(home)
+        worlds = set(hops) if not filters.worlds else set(hops) & set(filters.worlds)
+        filters = filters.model_copy(update={"worlds": tuple(sorted(worlds)) or _NOWHERE})
+        return Scope(filters, home, {w: hops[w] for w in worlds})
 
     def _cooccurring(self, session: Session, scored: list[Scored], now: datetime) -> list[Scored]:
         """Set each candidate's ``cooccurrence`` with the query's other strong results.
@@ -317,6 +369,43 @@ class Recaller:
             found.setdefault(edge.src, set()).add(edge.dst)
             found.setdefault(edge.dst, set()).add(edge.src)
         return found
+
+
+#: The worlds filter of a scope that holds none of the worlds asked for.
+_NOWHERE = ("\x00",)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a recall may see: its filters, and inside a world, where each world lies.
+
+    ``home`` is the world asked for; ``hops`` maps each world in sight to the
+    links followed to reach it (0 for the home world and its descendants).
+    """
+
+    filters: RecallFilters
+    home: str | None = None
+    hops: dict[str, int] = field(default_factory=dict)
+
+    def place(self, item: Scored, weight: float) -> Scored:
+        """Add the ``world`` bonus and, through a link, the ``link`` discount to ``item``.
+
+        The bonus is ``weight`` in the home world, ``DESCENDANT_SIGNAL`` of it
+        below, nothing through a link. A memory ``h`` links away keeps
+        ``LINK_FACTOR ** h`` of its score: the ``link`` component is the rest, negative.
+        """
+        if self.home is None:
+            return item
+        world = item.memory.world
+        hops = self.hops.get(world, 0)
+        signal = 1.0 if world == self.home else DESCENDANT_SIGNAL if hops == 0 else 0.0
+        item.signals["world"] = signal
+        item.weights["world"] = weight
+        item.components["world"] = weight * signal
+        if hops:
+            item.signals["link"] = float(hops)
+            item.components["link"] = -(1.0 - LINK_FACTOR**hops) * item.score
+        return item
 
 
 def _recall_filters(query: RecallQuery) -> RecallFilters:

@@ -9,7 +9,7 @@ whole transaction back, so nothing is ever half-written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from concepts import (
     CHANNEL_TRUST,
+    ROOT_WORLD,
     Channel,
     Epistemic,
     EventKind,
@@ -39,12 +40,14 @@ from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderE
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import created_payload
+from noema.memory.composed import compose
 from noema.memory.detect import DEFAULT_LIMIT as DETECT_LIMIT
 from noema.memory.detect import detect
 from noema.memory.entities import extract_entities
 from noema.memory.events import EventLog
 from noema.memory.keys import expand_keys
 from noema.memory.policy import apply_secret_policy, screen_text
+from noema.memory.worlds import load_tree, resolve_worlds
 from noema.storage import Session, Storage, ops
 
 __all__ = ["Reconciler", "entity_refs", "initial_lifecycle", "reinforcement"]
@@ -97,16 +100,29 @@ def reinforcement(memory: Memory, now: datetime, config: MindConfig) -> dict[str
 
 @dataclass
 class _Pending:
-    """Memories touched by one transaction: new ones and changes to stored ones."""
+    """Memories touched by one transaction: new ones and changes to stored ones.
 
+    A change of status, lifecycle or validity is known from ``now`` unless it
+    says otherwise (``changed_at``); a memory created and changed so in the same
+    transaction is inserted as it was created (``first`` holds that state) and
+    changed after, so its history shows both.
+    """
+
+    now: datetime
     created: dict[str, Memory]
     changed: dict[str, dict[str, Any]]
     known: dict[str, Memory]
+    first: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def get(self, memory_id: str) -> Memory | None:
         return self.created.get(memory_id) or self.known.get(memory_id)
 
     def change(self, memory: Memory, **fields: Any) -> Memory:
+        if not ops.HISTORY_FIELDS.isdisjoint(fields):
+            since = memory.changed_at or memory.recorded_at
+            fields["changed_at"] = max(fields.get("changed_at") or self.now, since)
+            if memory.id in self.created and memory.id not in self.first:
+                self.first[memory.id] = {f: getattr(memory, f) for f in ops.HISTORY_FIELDS}
         updated = memory.model_copy(update=fields)
         if memory.id in self.created:
             self.created[memory.id] = updated
@@ -206,24 +222,26 @@ class Reconciler:
             prepared = [apply_secret_policy(item, self.config.policy) for item in items]
             items = [item for item, _ in prepared]
             redactions = [kinds for _, kinds in prepared]
-        hashes = [content_hash(i.kind, i.content, i.key) for i in items]
         # Embedding is slow: it happens before the write lock is taken.
-        vectors = self._embed_new(items, hashes) if embed else {}
+        embedded_items = self._embed_new(items) if embed else {}
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
-            pending = _Pending(created={}, changed={}, known={})
+            world_ids = resolve_worlds(session, self.mind.id, [i.world for i in items], log, now)
+            hashes = [content_hash(i.kind, i.content, i.key, world_ids[i.world]) for i in items]
+            vectors = {hashes[index]: v for index, v in embedded_items.items()}
+            pending = _Pending(now=now, created={}, changed={}, known={})
             by_hash = {
                 m.content_hash: m for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))
             }
             pending.known.update({m.id: m for m in by_hash.values()})
             keys = sorted({i.key for i in items if i.key is not None})
-            by_key: dict[str, str] = {}
+            by_key: dict[tuple[str, str], str] = {}  # (world, key): a key's value per world
             if keys:
                 for m in session.run(ops.FindActiveByKey(self.mind.id, keys)):
                     if m.lifecycle != Lifecycle.REJECTED:  # a rejected value no longer stands
                         pending.known.setdefault(m.id, m)
-                        by_key[m.key or ""] = m.id
+                        by_key[(m.world, m.key or "")] = m.id
             targets = sorted({link.target for i in items for link in i.links})
             if targets:
                 self._load(session, pending, targets)
@@ -255,7 +273,9 @@ class Reconciler:
                             actor="reconciler",
                         )
                 else:
-                    memory = self._new_memory(item, digest, now, log, origin_event, redacted)
+                    memory = self._new_memory(
+                        item, digest, world_ids[item.world], now, log, origin_event, redacted
+                    )
                     pending.created[memory.id] = memory
                     by_hash[digest] = memory
                     if item.key is not None:
@@ -279,14 +299,10 @@ class Reconciler:
             self._flush(session, pending, new_edges, log)
             embedded = [m for m in pending.created.values() if m.content_hash in vectors]
             if embedded and self.embedder is not None:
-                session.run(
-                    ops.PutVectors(
-                        self.mind.id,
-                        self.embedder.model,
-                        [m.id for m in embedded],
-                        np.stack([vectors[m.content_hash] for m in embedded]),
-                    )
-                )
+                ids = [m.id for m in embedded]
+                rows = np.stack([vectors[m.content_hash] for m in embedded])
+                compose(session, self.mind.id, self.embedder.model, ids, rows)
+                session.run(ops.PutVectors(self.mind.id, self.embedder.model, ids, rows))
         return [pending.get(m.id) or m for m in results]
 
     def _stage_detected(
@@ -328,17 +344,30 @@ class Reconciler:
                 )
             )
 
-    def _embed_new(self, items: Sequence[MemoryInput], hashes: Sequence[str]) -> dict[str, Any]:
-        """Vectors, by content hash, of the items not already held (when embedding on write)."""
+    def _embed_new(self, items: Sequence[MemoryInput]) -> dict[int, Any]:
+        """Vectors, by position, of the items not already held (when embedding on write).
+
+        An item of a world the mind does not hold yet cannot be held: it is embedded.
+        """
         if self.embedder is None or not self.config.embed_on_write:
             return {}
         with self.storage.transaction(write=False) as session:
-            held = {m.content_hash for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))}
+            tree = load_tree(session, self.mind.id) if any(i.world for i in items) else None
+            worlds = [ROOT_WORLD if tree is None else tree.find(i.world) for i in items]
+            hashes = {
+                index: content_hash(item.kind, item.content, item.key, world)
+                for index, (item, world) in enumerate(zip(items, worlds, strict=True))
+                if world is not None
+            }
+            held = {
+                m.content_hash
+                for m in session.run(ops.FindActiveByHash(self.mind.id, sorted(hashes.values())))
+            }
         now = self.clock.now()
         new = {
-            h: (item.content, item.valid_from or item.at or now)
-            for item, h in zip(items, hashes, strict=True)
-            if h not in held
+            index: (item.content, item.valid_from or item.at or now)
+            for index, item in enumerate(items)
+            if hashes.get(index) not in held
         }
         if not new:
             return {}
@@ -349,6 +378,7 @@ class Reconciler:
         self,
         item: MemoryInput,
         digest: str,
+        world: str,
         now: datetime,
         log: EventLog,
         origin_event: str | None,
@@ -400,6 +430,8 @@ class Reconciler:
                 feedback_mean=0.0,
                 decay=item.decay,
                 lifecycle=initial_lifecycle(item),
+                world=world,
+                changed_at=None,
             ),
         )
         payload: dict[str, Any] = {
@@ -425,34 +457,39 @@ class Reconciler:
         self,
         session: Session,
         memory: Memory,
-        by_key: dict[str, str],
+        by_key: dict[tuple[str, str], str],
         pending: _Pending,
         log: EventLog,
         edges: list[Relationship],
         now: datetime,
     ) -> None:
-        """A new value for a key supersedes the current one.
+        """A new value for a key supersedes the current one of its world.
 
         An older value learned late goes straight into history: it is superseded
         by the earliest value of the key that became true after it.
         """
         key = memory.key or ""
-        current_id = by_key.get(key)
+        slot = (memory.world, key)
+        current_id = by_key.get(slot)
         current = pending.get(current_id) if current_id else None
         if current is None or current.status != Status.ACTIVE:
-            by_key[key] = memory.id
+            by_key[slot] = memory.id
             return
         if memory.valid_from >= current.valid_from:
             newer, older = memory, current
-            by_key[key] = memory.id
+            by_key[slot] = memory.id
         else:
             history = session.run(
                 ops.ScanMemories(
-                    self.mind.id, RecallFilters(key=key, statuses=tuple(Status)), limit=10_000
+                    self.mind.id,
+                    RecallFilters(key=key, statuses=tuple(Status), worlds=(memory.world,)),
+                    limit=10_000,
                 )
             )
             versions = [pending.get(m.id) or m for m in history]
-            versions += [m for m in pending.created.values() if m.key == key]
+            versions += [
+                m for m in pending.created.values() if m.key == key and m.world == memory.world
+            ]
             later = [m for m in versions if m.valid_from > memory.valid_from and m.id != memory.id]
             newer = min(later, key=lambda m: (m.valid_from, m.id), default=current)
             older = memory
@@ -471,13 +508,16 @@ class Reconciler:
     ) -> None:
         """``newer`` supersedes ``older``: close its validity, mark it, link and log it."""
         valid_to = max(newer.valid_from, older.valid_from)
-        pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
-        edges.append(self._edge(newer.id, Relation.SUPERSEDES, older.id, 1.0, "reconciler", now))
-        log.add(
-            EventKind.MEMORY_SUPERSEDED,
-            memory_id=older.id,
-            payload={"by": newer.id, "reason": reason, "valid_to": iso(valid_to)},
+        # Known from when the newer value was recorded (a late-learned older value: its own).
+        known = max(newer.recorded_at, older.recorded_at)
+        closed = pending.change(
+            older, status=Status.SUPERSEDED, valid_to=valid_to, changed_at=known
         )
+        edges.append(self._edge(newer.id, Relation.SUPERSEDES, older.id, 1.0, "reconciler", now))
+        payload = {"by": newer.id, "reason": reason, "valid_to": iso(valid_to)}
+        if closed.changed_at != now:  # verify replays it: an event says when, if not at its time
+            payload["changed_at"] = iso(closed.changed_at)
+        log.add(EventKind.MEMORY_SUPERSEDED, memory_id=older.id, payload=payload)
 
     # ------------------------------------------------------------ edges
 
@@ -495,7 +535,7 @@ class Reconciler:
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
-            pending = _Pending(created={}, changed={}, known={})
+            pending = _Pending(now=now, created={}, changed={}, known={})
             self._load(session, pending, [src, dst])
             edges: list[Relationship] = []
             edge = self._link(
@@ -610,7 +650,7 @@ class Reconciler:
                 origin_event=action.id,
                 payload={"reason": reason, "previous_status": memory.status.value},
             )
-            pending = _Pending(created={}, changed={}, known={memory.id: memory})
+            pending = _Pending(now=now, created={}, changed={}, known={memory.id: memory})
             retracted = pending.change(memory, status=Status.RETRACTED)
             if memory.status == Status.ACTIVE:
                 self._restore_superseded(session, pending, log, memory, now, action.id)
@@ -647,7 +687,7 @@ class Reconciler:
                 memory_id=memory.id,
                 payload={"action": action, "actor": actor, "reason": reason},
             )
-            pending = _Pending(created={}, changed={}, known={memory.id: memory})
+            pending = _Pending(now=now, created={}, changed={}, known={memory.id: memory})
             edges: list[Relationship] = []
             changed = self._transition(
                 pending, log, memory, target, reason=reason, actor=actor, origin=done.id
@@ -657,11 +697,15 @@ class Reconciler:
             elif (
                 action == "reinstate" and memory.key is not None and memory.status == Status.ACTIVE
             ):
-                by_key: dict[str, str] = {}
+                by_key: dict[tuple[str, str], str] = {}
                 for other in session.run(ops.FindActiveByKey(self.mind.id, [memory.key])):
-                    if other.id != memory.id and other.lifecycle != Lifecycle.REJECTED:
+                    if (
+                        other.id != memory.id
+                        and other.world == memory.world
+                        and other.lifecycle != Lifecycle.REJECTED
+                    ):
                         pending.known.setdefault(other.id, other)
-                        by_key[memory.key] = other.id
+                        by_key[(memory.world, memory.key)] = other.id
                 if by_key:
                     self._supersede_key(session, changed, by_key, pending, log, edges, now)
                     held = {
@@ -684,7 +728,7 @@ class Reconciler:
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
-            pending = _Pending(created={}, changed={}, known={})
+            pending = _Pending(now=now, created={}, changed={}, known={})
             for memory in session.run(ops.GetMemories(self.mind.id, list(memory_ids))):
                 if memory.lifecycle in (Lifecycle.ACTIVE, Lifecycle.CANDIDATE):
                     pending.known[memory.id] = memory
@@ -839,7 +883,7 @@ class Reconciler:
             if edge.status != RelationStatus.PROPOSED:
                 raise InvalidInput(f"relationship {relationship_id} is not a pending proposal")
             log = EventLog(self.mind.id, now)
-            pending = _Pending(created={}, changed={}, known={})
+            pending = _Pending(now=now, created={}, changed={}, known={})
             decided = self._settle(
                 session, pending, log, edge, approve=approve, actor=actor, now=now
             )
@@ -933,7 +977,23 @@ class Reconciler:
             session.run(ops.UpdateMemories(self.mind.id, list(pending.changed.items())))
         if pending.created:
             created = list(pending.created.values())
-            session.run(ops.InsertMemories(created))
+            later = [
+                (m.id, {f: getattr(m, f) for f in (*ops.HISTORY_FIELDS, "changed_at")})
+                for m in created
+                if m.id in pending.first
+            ]
+            session.run(
+                ops.InsertMemories(
+                    [
+                        m.model_copy(update={**pending.first[m.id], "changed_at": None})
+                        if m.id in pending.first
+                        else m
+                        for m in created
+                    ]
+                )
+            )
+            if later:  # changed in this transaction: inserted as created, then changed
+                session.run(ops.UpdateMemories(self.mind.id, later))
             session.run(ops.PutEntities(self.mind.id, entity_refs(created)))
         if edges:
             session.run(ops.InsertRelationships(edges))

@@ -2,8 +2,9 @@
 
 ``embed_missing`` fills the vectors a model lacks (the ``embed-missing`` job,
 ``noema embed-missing``, and ``BackgroundEmbedding`` after bulk writes);
-``reindex`` rebuilds entity links and expanded keys. Both are idempotent, work
-in small batches, and are safe beside writers.
+``reindex`` rebuilds entity links and expanded keys, then the worlds' composed
+vectors (``noema.memory.composed.rebuild``). Both are idempotent, work in small
+batches, and are safe beside writers.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import threading
 from collections.abc import Callable
 
 from noema.errors import ConfigError
+from noema.memory.composed import compose, rebuild
 from noema.memory.engine import Engine
 from noema.memory.reconciler import entity_refs, memory_keys
 from noema.storage import ops
 
-__all__ = ["BackgroundEmbedding", "Progress", "embed_missing", "reindex"]
+__all__ = ["BackgroundEmbedding", "Progress", "embed_missing", "rebuild_world_vectors", "reindex"]
 
 #: ``progress(done, total)``, called as work advances.
 Progress = Callable[[int, int], None]
@@ -52,8 +54,10 @@ def embed_missing(
         if not rows:
             break
         vectors = engine.embedder.memories([(content, when) for _, content, when in rows])
+        ids = [i for i, _, _ in rows]
         with engine.storage.transaction() as session:
-            session.run(ops.PutVectors(engine.mind.id, model, [i for i, _, _ in rows], vectors))
+            compose(session, engine.mind.id, model, ids, vectors)
+            session.run(ops.PutVectors(engine.mind.id, model, ids, vectors))
         done += len(rows)
         after = rows[-1][0]
         if progress:
@@ -65,6 +69,8 @@ def reindex(engine: Engine, progress: Progress | None = None, *, batch: int = 1_
     """Rebuild every memory's entity links and expanded keys; returns how many were read.
 
     Links are never duplicated, and keys already up to date are not rewritten.
+    Then the worlds' composed vectors are recomputed, under the engine's model and
+    every other model they are kept for (one write transaction per model).
     """
     with engine.storage.transaction(write=False) as session:
         total = sum(n for _, _, n in session.run(ops.CountMemories(engine.mind.id)))
@@ -84,7 +90,26 @@ def reindex(engine: Engine, progress: Progress | None = None, *, batch: int = 1_
         after = page[-1].id
         if progress:
             progress(min(done, total), max(total, done))
+    rebuild_world_vectors(engine)
     return done
+
+
+def rebuild_world_vectors(engine: Engine) -> int:
+    """Recompute the worlds' composed vectors from the stored ones; returns vectors summed.
+
+    Under the engine's model (when it has an embedder) and every model the mind
+    already keeps world vectors for. Idempotent.
+    """
+    with engine.storage.transaction(write=False) as session:
+        kept: list[tuple[str, int]] = session.run(ops.WorldVectorModels(engine.mind.id))
+    models = set(kept)
+    if engine.embedder is not None:
+        models.add((engine.embedder.model, engine.embedder.dims))
+    summed = 0
+    for model, dims in sorted(models):
+        with engine.storage.transaction() as session:
+            summed += rebuild(session, engine.mind.id, model, dims)
+    return summed
 
 
 class BackgroundEmbedding:

@@ -145,6 +145,8 @@ class _Expected:
     activation_at: datetime | None = None
     position: int = 0  # the event that last set the activation
     lifecycle: str | None = None  # None: written before events recorded it
+    # When status, lifecycle or validity last changed (transaction time); None: never.
+    changed_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -252,7 +254,10 @@ def _check_memories(report: VerifyReport, replay: _Replay, memories: Iterable[Me
         report.memories += 1
         seen.add(memory.id)
         expected = replay.memories.get(memory.id)
-        if content_hash(memory.kind, memory.content, memory.key) != memory.content_hash:
+        if (
+            content_hash(memory.kind, memory.content, memory.key, memory.world)
+            != memory.content_hash
+        ):
             report.fail(f"memory {memory.id}: content does not match its content hash")
         elif expected is None or expected.content_hash != memory.content_hash:
             report.fail(f"memory {memory.id}: content hash differs from its memory_created event")
@@ -295,6 +300,11 @@ def _changed_field(
         replayed["feedback_mean"] = (memory.feedback_mean, mean)
     if expected.valid_to_known:
         replayed["valid_to"] = (memory.valid_to and iso(memory.valid_to), expected.valid_to)
+    changed = expected.changed_at
+    replayed["changed_at"] = (
+        memory.changed_at,
+        None if changed is None else max(changed, memory.recorded_at),
+    )
     for name, (stored, value) in replayed.items():
         if stored != value:
             return name
@@ -417,6 +427,8 @@ def _replay(event: Event, replay: _Replay) -> None:
     memory = replay.memories.get(target)
     if memory is None:
         return
+    if event.kind in _HISTORY_EVENTS:
+        _changed(memory, event)
     if event.kind == EventKind.MEMORY_SUPERSEDED:
         memory.status = Status.SUPERSEDED
         memory.valid_to = None if purged else payload.get("valid_to")
@@ -434,6 +446,7 @@ def _replay(event: Event, replay: _Replay) -> None:
         merged = replay.memories.get(str(payload.get("merged", "")))
         if merged is not None and merged.status == Status.ACTIVE:
             merged.status = Status.ARCHIVED
+            _changed(merged, event)
     elif event.kind == EventKind.FEEDBACK_GIVEN:
         memory.feedback_count += 1
         value = payload.get("value")
@@ -453,6 +466,24 @@ def _replay(event: Event, replay: _Replay) -> None:
             memory.position = replay.position
         memory.access_count += 1
         memory.last_accessed = event.at
+
+
+#: Events that change a memory's status, lifecycle or validity: each sets its ``changed_at``.
+_HISTORY_EVENTS = frozenset(
+    {
+        EventKind.MEMORY_SUPERSEDED,
+        EventKind.MEMORY_RETRACTED,
+        EventKind.MEMORY_RESTORED,
+        EventKind.MEMORY_LIFECYCLE,
+    }
+)
+
+
+def _changed(memory: _Expected, event: Event) -> None:
+    """``memory``'s ``changed_at`` after ``event``: its time, or the one it names, never earlier."""
+    named = event.payload.get("changed_at")
+    at = datetime.fromisoformat(named) if isinstance(named, str) else event.at
+    memory.changed_at = at if memory.changed_at is None else max(memory.changed_at, at)
 
 
 def _replay_edge(event: Event, src: str, replay: _Replay) -> None:
