@@ -6,7 +6,9 @@ a memory, an edge, an event, a recall result or a verify report looks the same
 wherever it is read. Times are :func:`noema.clock.iso` (UTC, microseconds,
 ``Z``); enums are their values. A memory's JSON carries its confidence ``tier``
 (:func:`memory_tier`) beside its fields, so every face says how far to trust it
-in the same words.
+in the same words. A memory's or a result's ``world`` is its world's path
+(``""`` for the root), which the face asks ``Mind.world_path`` for; the stored
+id is ``world_id``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from concepts import Event, Memory, RecallResult, Relationship
+from concepts import ROOT_WORLD, Event, Memory, RecallResult, Relationship, WorldInfo
+from concepts.federation import Peer
 from noema.clock import iso
+from noema.memory.federation import trust_p10
 from noema.memory.health import Finding, HealthReport
 from noema.memory.scoring import memory_tier, result_tier
 from noema.memory.verify import VerifyReport
@@ -27,12 +31,14 @@ __all__ = [
     "health_json",
     "memory_json",
     "memory_tier",
+    "peer_json",
     "plain",
     "proposal_json",
     "relationship_json",
     "result_json",
     "result_tier",
     "verify_json",
+    "world_json",
 ]
 
 
@@ -49,9 +55,28 @@ def plain(value: Any) -> Any:
     return value
 
 
-def memory_json(memory: Memory, *, at: datetime | None = None) -> dict[str, Any]:
-    """Every field of a memory, and its confidence ``tier`` at ``at`` (now by default)."""
+def _world_path(memory: Memory, world: str | None) -> str | None:
+    """The path of the memory's world: as given, ``""`` for the root, else unknown."""
+    if world is not None:
+        return world
+    return ROOT_WORLD if memory.world == ROOT_WORLD else None
+
+
+def memory_json(
+    memory: Memory, *, at: datetime | None = None, world: str | None = None
+) -> dict[str, Any]:
+    """Every field of a memory, and its confidence ``tier`` at ``at`` (now by default).
+
+    Args:
+        memory: The memory.
+        at: When its tier is judged (the mind's clock); now when ``None``.
+        world: The path of its world (``Mind.world_path(memory.world)``), shown as
+            ``world``; the stored id is ``world_id``. Not given, ``world`` is
+            ``""`` for the root and ``None`` (not looked up) for any other world.
+    """
     shape = {name: plain(getattr(memory, name)) for name in Memory.model_fields}
+    shape["world"] = _world_path(memory, world)
+    shape["world_id"] = memory.world
     shape["tier"] = memory_tier(memory, at).value
     return shape
 
@@ -81,14 +106,17 @@ def event_json(event: Event) -> dict[str, Any]:
     return {name: plain(getattr(event, name)) for name in Event.model_fields}
 
 
-def result_json(result: RecallResult) -> dict[str, Any]:
+def result_json(result: RecallResult, *, world: str | None = None) -> dict[str, Any]:
     """A recall result: the memory's identifying fields, its score and why it ranked there.
 
-    ``lifecycle`` and ``tier`` (:func:`result_tier`) say how far to trust it.
+    ``lifecycle`` and ``tier`` (:func:`result_tier`) say how far to trust it;
+    ``world`` is the path of the memory's world, as :func:`memory_json` has it.
     """
     m = result.memory
     return {
         "id": m.id,
+        "world": _world_path(m, world),
+        "world_id": m.world,
         "content": m.content,
         "kind": m.kind.value,
         "epistemic": m.epistemic.value,
@@ -108,6 +136,11 @@ def result_json(result: RecallResult) -> dict[str, Any]:
         "recorded_at": iso(m.recorded_at),
         "valid_from": iso(m.valid_from),
         "valid_to": None if m.valid_to is None else iso(m.valid_to),
+        # Federation: the subscription a peer's result came through (None: this
+        # mind's own), how many peers away, and the mind that holds the memory.
+        "peer": result.peer,
+        "hops": result.hops,
+        "mind_id": m.mind_id,
     }
 
 
@@ -146,4 +179,27 @@ def health_json(report: HealthReport) -> dict[str, Any]:
         "findings": [finding_json(f) for f in report.findings],
         "scanned": dict(report.scanned),
         "left_off": dict(report.left_off),
+    }
+
+
+def world_json(world: WorldInfo) -> dict[str, Any]:
+    """A world: its id, path, parent's path, name, creation, active memories and links."""
+    return {name: plain(getattr(world, name)) for name in WorldInfo.model_fields}
+
+
+def peer_json(peer: Peer) -> dict[str, Any]:
+    """A subscription: its name, the peer's store and mind, and the mind's trust in it.
+
+    ``trust`` is the 10th percentile of the Beta(``alpha``, ``beta``) posterior, the
+    share of a peer's score its results keep before the hop discount.
+    """
+    return {
+        "name": peer.name,
+        "mind": peer.mind,
+        "url": peer.url,
+        "alpha": peer.alpha,
+        "beta": peer.beta,
+        "trust": trust_p10(peer.alpha, peer.beta),
+        "mean": peer.trust_mean,
+        "created_at": iso(peer.created_at),
     }

@@ -1254,7 +1254,8 @@ def test_export_to_stdout_and_file(noema: Cli, tmp_path: Path) -> None:
     assert records[0]["type"] == "header"
     types = [r["type"] for r in records[1:]]
     assert {"memory", "relationship", "event", "audit"} <= set(types)
-    assert types == sorted(types, key=["memory", "relationship", "event", "audit"].index)
+    order = ["world", "world_link", "memory", "history", "relationship", "event", "audit"]
+    assert types == sorted(types, key=order.index)
     assert types.count("memory") == 6
     assert types.count("relationship") == 4  # supports, contradicts, supersedes, same_as
     assert types.count("event") == types.count("audit")

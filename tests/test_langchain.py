@@ -36,6 +36,8 @@ def expected_metadata(result: RecallResult) -> dict[str, Any]:
     memory = result.memory
     return {
         "id": memory.id,
+        "world": "",  # the library's memories are in the root world
+        "world_id": memory.world,
         "kind": str(memory.kind),
         "epistemic": str(memory.epistemic),
         "status": str(memory.status),
@@ -54,6 +56,9 @@ def expected_metadata(result: RecallResult) -> dict[str, Any]:
         "conflicts": list(result.conflicts),
         "signals": result.signals,
         "weights": result.weights,
+        "peer": None,
+        "hops": 0,
+        "mind_id": memory.mind_id,
     }
 
 

@@ -38,6 +38,14 @@ TOOLS = {
     "reject_memory",
     "reinstate_memory",
     "health",
+    "create_world",
+    "list_worlds",
+    "rename_world",
+    "move_world",
+    "link_worlds",
+    "federate_add",
+    "federate_remove",
+    "federate_list",
 }
 
 

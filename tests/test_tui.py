@@ -24,6 +24,7 @@ from tui_seed import SEED_START, Seeded, seed
 
 from concepts import Channel, EventKind, Lifecycle, Relation, RelationStatus, Status
 from noema import ManualClock, Mind
+from noema.clock import iso
 from noema.memory.activation import decayed
 from noema.serialize import memory_tier
 from noema.storage import ops
@@ -200,7 +201,7 @@ def test_the_tui_stays_live_while_noema_run_writes(
         await pilot.press("f3")  # the explorer was stale while hidden: it reloads on view
         await until(
             pilot,
-            lambda: any("Live observation number 2" in r[1] for r in rows(table(app, "#results"))),
+            lambda: any("Live observation number 2" in r[2] for r in rows(table(app, "#results"))),
         )
 
     run(check, app)
@@ -256,7 +257,7 @@ def test_filters_narrow_the_results_and_a_bad_date_is_shown_inline(
         assert shown == facts and ids.porto in shown and ids.lisbon not in shown
         screen.query_one("#status", Select).value = "superseded"
         await settle(pilot)
-        assert [r[1] for r in rows(table(app, "#results"))] == ["Ada lives in Lisbon"]
+        assert [r[2] for r in rows(table(app, "#results"))] == ["Ada lives in Lisbon"]
         before = rows(table(app, "#results"))
         since = screen.query_one("#since", Input)
         since.focus()
@@ -288,7 +289,10 @@ def test_the_timeline_lists_memories_newest_recorded_first(seeded: tuple[Mind, S
         await pilot.press("f4")
         await settle(pilot)
         shown = rows(table(app, "#results"))
-        assert [r[1] for r in shown] == [clip(m.content, TIMELINE_CONTENT_CELLS) for m in expected]
+        assert [r[2] for r in shown] == [clip(m.content, TIMELINE_CONTENT_CELLS) for m in expected]
+        minute = [[iso(m.recorded_at)[:16], iso(m.valid_from)[:16]] for m in expected]
+        # transaction time (recorded), then valid time (valid from)
+        assert [r[:2] for r in shown] == [[t.replace("T", " ") for t in ts] for ts in minute]
         now = mind.clock.now()
         assert [float(r[6]) for r in shown] == pytest.approx(
             [

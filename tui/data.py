@@ -27,6 +27,7 @@ from concepts import (
     RecallResult,
     Relationship,
     WorkspaceSnapshot,
+    WorldInfo,
 )
 from noema.errors import InvalidInput, UsageError
 from noema.memory.activation import activation_series, decayed
@@ -97,6 +98,8 @@ class MemoryDetail:
     #: Its confidence tier at the mind's clock (``noema.serialize.memory_tier``).
     tier: ConfidenceTier
     activation: list[float] = field(default_factory=list)
+    #: The path of its world (``""``: the root).
+    world: str = ""
 
 
 class FieldErrors(InvalidInput):
@@ -141,13 +144,36 @@ class MindData:
             return WorkspaceView(WorkspaceSnapshot(), saved=False)
         return WorkspaceView(saved, saved=True)
 
-    def search(self, text: str, filters: RecallFilters, limit: int = 50) -> list[RecallResult]:
-        """Recall without reinforcing: inspecting a mind must not change what it recalls."""
-        query = recall_query(text, limit=limit, filters=filters, peek=True)
+    def worlds(self) -> list[WorldInfo]:
+        """Every world of the mind, the root first, by path."""
+        return self.mind.worlds()
+
+    def search(
+        self, text: str, filters: RecallFilters, limit: int = 50, world: str | None = None
+    ) -> list[RecallResult]:
+        """Recall without reinforcing: inspecting a mind must not change what it recalls.
+
+        ``world`` (a path) recalls inside that world, below it and through its links.
+        """
+        query = recall_query(text, limit=limit, filters=filters, peek=True, world=world)
         return self.mind.recall(query)
 
-    def timeline(self, filters: RecallFilters, limit: int = 200) -> list[tuple[Memory, float]]:
-        """Memories passing ``filters``, newest recorded first, each with its activation now."""
+    def timeline(
+        self, filters: RecallFilters, limit: int = 200, world: str | None = None
+    ) -> list[tuple[Memory, float]]:
+        """Memories passing ``filters``, newest recorded first, each with its activation now.
+
+        ``world`` (a path) keeps the memories of that world and the worlds below it
+        (the root, ``""``, or ``None``: every world).
+        """
+        if world:
+            self.mind.world(world)  # an unknown world is an error, not an empty list
+            below = tuple(
+                w.id
+                for w in self.mind.worlds()
+                if w.path == world or w.path.startswith(world + "/")
+            )
+            filters = filters.model_copy(update={"worlds": below})
         now, half_life = self.now(), self.mind.config.half_life_days
         return [
             (m, decayed(m.activation, m.activation_at, now, m.importance, half_life))
@@ -182,6 +208,7 @@ class MindData:
             audit=self._audit_of(created),
             activation=self.activation(memory, events),
             tier=memory_tier(memory, self.now()),
+            world=mind.world_path(memory.world),
         )
 
     def activation(self, memory: Memory, events: list[Event] | None = None) -> list[float]:

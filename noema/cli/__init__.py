@@ -7,6 +7,8 @@ failure of the system exits 1; neither prints a traceback.
 This module is the entry point (``noema = noema.cli:main``). The parser is in
 :mod:`noema.cli._parser`; the commands, grouped by what they do, in
 :mod:`noema.cli._memory` (remember, recall, memory ACTION, events),
+:mod:`noema.cli._world` (world ACTION),
+:mod:`noema.cli._federate` (federate ACTION),
 :mod:`noema.cli._maintenance` (decay, embed-missing, reindex, verify,
 checkpoint, export, import, stats, health, forget), :mod:`noema.cli._faces` (mcp, tui,
 shell) and :mod:`noema.cli._run_observe` (run, observe, over :mod:`noema.cli._run`).

@@ -16,6 +16,7 @@ from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_FAILURE, EXIT_OK, open_mind
 from noema.cli._options import filter_fields
+from noema.cli._world import world_paths
 from noema.errors import InvalidInput, UsageError
 from noema.memory.verify import Checkpoint
 from noema.mind import Mind
@@ -122,7 +123,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _export_file(mind: Mind, target: Path) -> int:
+def _export_file(mind: Mind, target: Path, world: str | None = None) -> int:
     """Export into ``target`` whole or not at all; the number of lines written."""
     try:
         if target.is_dir():
@@ -139,7 +140,7 @@ def _export_file(mind: Mind, target: Path) -> int:
         raise UsageError(f"export: cannot write in {target.parent}: {exc.strerror}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            count = mind.export(out)
+            count = mind.export(out, **_world(world))
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
@@ -147,14 +148,21 @@ def _export_file(mind: Mind, target: Path) -> int:
     return count
 
 
+def _world(path: str | None) -> dict[str, str]:
+    """``world=path`` for a ``Mind`` call when ``--world`` was given; else nothing."""
+    return {} if path is None else {"world": path}
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    """``noema export``: write the mind as JSONL to FILE or stdout."""
+    """``noema export``: write the mind (or, with ``--world``, one world) as JSONL."""
     with open_mind(args) as mind:
+        if args.world is not None:
+            mind.world(args.world)  # an unknown world is an error before anything is written
         if _to_stdout(args.file):
-            mind.export(sys.stdout)
+            mind.export(sys.stdout, **_world(args.world))
             return EXIT_OK
         target = Path(args.file)
-        count = _export_file(mind, target)
+        count = _export_file(mind, target, args.world)
     print(f"exported {count} lines to {target}", file=sys.stderr)
     return EXIT_OK
 
@@ -198,7 +206,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"health: --limit must be at least 1, got {args.limit}")
     with open_mind(args) as mind:
-        report = mind.health(rules=args.rule or None, limit=args.limit)
+        report = mind.health(rules=args.rule or None, limit=args.limit, **_world(args.world))
     render.reply(args.json, serialize.health_json(report), *render.health_lines(report))
     return EXIT_OK
 
@@ -223,14 +231,17 @@ def cmd_forget(args: argparse.Namespace) -> int:
     with open_mind(args) as mind:
         plan = mind.plan_forget(args.ids, **selectors)
         if args.dry_run:
+            paths = world_paths(mind, plan.memories)
             render.reply(
                 args.json,
                 {
-                    "memories": [serialize.memory_json(m) for m in plan.memories],
+                    "memories": [
+                        serialize.memory_json(m, world=paths[m.world]) for m in plan.memories
+                    ],
                     "derived": plan.derived,
                 },
                 f"would forget {len(plan.memories)} memories ({len(plan.derived)} derived)",
-                *map(render.memory_line, plan.memories),
+                *(render.memory_line(m, paths[m.world]) for m in plan.memories),
             )
             return EXIT_OK
         report = mind.forget(args.ids, **selectors)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from concepts import MemoryInput
+from concepts.models import UtcDatetime
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
+from noema.cli._federate import peer_warnings
 from noema.cli._options import filter_fields, given
+from noema.cli._world import world_paths
 from noema.errors import InvalidInput, NotFound, UsageError, from_validation
 from noema.jsonl import json_object
 from noema.mind import Mind, recall_query
@@ -30,6 +34,9 @@ __all__ = [
     "cmd_retract",
     "cmd_show",
 ]
+
+
+_TIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
 
 
 def _memory_input(fields: dict[str, Any], *, what: str = "") -> MemoryInput:
@@ -76,6 +83,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
     if (args.text is None) == (args.file is None):
         raise UsageError("remember: give TEXT or --file F.jsonl (one of them)")
     if args.file is not None:
+        if args.world is not None:
+            raise UsageError('remember: --world is for TEXT; give each line of --file its "world"')
         return _remember_file(args)
     fields = given(
         content=args.text,
@@ -87,12 +96,18 @@ def cmd_remember(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         valid_from=args.valid_from,
         at=args.at,
+        world=args.world,
     )
     item = _memory_input(fields | {"tags": tuple(args.tag)})
     with open_mind(args) as mind:
         memory = mind.remember_many([item], force=args.force)[0]
         now = mind.clock.now()
-    render.reply(args.json, serialize.memory_json(memory, at=now), render.memory_line(memory))
+        world = mind.world_path(memory.world)
+    render.reply(
+        args.json,
+        serialize.memory_json(memory, at=now, world=world),
+        render.memory_line(memory, world),
+    )
     return EXIT_OK
 
 
@@ -103,6 +118,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         min_confidence=args.min_confidence,
         min_feedback=args.min_feedback,
         lifecycles=tuple(args.lifecycle) or None,
+        known_at=args.known_at,
     )
     request = recall_query(
         args.query,
@@ -115,33 +131,60 @@ def cmd_recall(args: argparse.Namespace) -> int:
         explore=args.explore,
         seed=args.seed,
         depth="deep" if args.deep else "fast",
+        **given(world=args.world, strategy=args.strategy),
+        federated=not args.local,
     )
-    with open_mind(args) as mind:
+    with open_mind(args) as mind, peer_warnings():
         results = mind.recall(request)
+        # A peer's result belongs to a world of the peer's, not of this mind.
+        paths = world_paths(mind, [r.memory for r in results if r.peer is None])
     if args.tier:
         from noema.memory.prompt import format_memories
 
         print(format_memories(results, args.tier) or render.NOTHING_RECALLED)
         return EXIT_OK
     render.reply(
-        args.json, [serialize.result_json(r) for r in results], *render.result_lines(results)
+        args.json,
+        [serialize.result_json(r, world=paths.get(r.memory.world)) for r in results],
+        *render.result_lines(results, paths),
     )
     return EXIT_OK
 
 
+def _known_at(text: str | None) -> datetime | None:
+    """``--known-at`` as a UTC time; ``InvalidInput`` naming ``known_at`` when it is not one."""
+    if text is None:
+        return None
+    try:
+        return _TIME.validate_python(text)
+    except ValidationError as exc:
+        raise from_validation(exc, what="known_at:") from None
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    """``noema memory show``: a memory with its relationships and the events that cite it."""
+    """``noema memory show``: a memory with its relationships and the events that cite it.
+
+    With ``--known-at``, the memory as the mind knew it then (its status, lifecycle
+    and validity at that time), and only the edges and events recorded by then.
+    """
+    known_at = _known_at(args.known_at)
     with open_mind(args) as mind:
-        memory = mind.get(args.id)
+        memory = mind.get(args.id, known_at=known_at)
         edges = mind.relationships(memory.id)
         events = mind.events(memory_id=memory.id)
         now = mind.clock.now()
+        world = mind.world_path(memory.world)
+    if known_at is not None:
+        edges = [e for e in edges if e.created_at <= known_at]
+        events = [e for e in events if e.at <= known_at]
     shape = {
-        **serialize.memory_json(memory, at=now),
+        **serialize.memory_json(memory, at=known_at or now, world=world),
         "relationships": [serialize.relationship_json(e) for e in edges],
         "events": [serialize.event_json(e) for e in events],
     }
-    lines = render.detail_lines(memory, edges, events, headings=True, at=now)
+    lines = render.detail_lines(
+        memory, edges, events, headings=True, at=known_at or now, world=world
+    )
     render.reply(args.json, shape, *lines)
     return EXIT_OK
 

@@ -6,9 +6,9 @@ import argparse
 from enum import Enum
 from typing import Any
 
-from concepts import Channel, Epistemic, MemoryKind, Status
+from concepts import Channel, Epistemic, MemoryKind, Status, normalise_world_path
 
-__all__ = ["add_filters", "choices", "filter_fields", "given", "path"]
+__all__ = ["add_filters", "choices", "filter_fields", "given", "path", "world_path"]
 
 
 def path(text: str) -> str:
@@ -24,6 +24,18 @@ def path(text: str) -> str:
     except UnicodeEncodeError:
         raise argparse.ArgumentTypeError("a file name must be valid Unicode") from None
     return text
+
+
+def world_path(text: str) -> str:
+    """A world's path (``work/project-x``; ``/`` or ``""`` for the root), normalised.
+
+    Raises:
+        argparse.ArgumentTypeError: a name of the path is not a world name, or it is too deep.
+    """
+    try:
+        return normalise_world_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def choices(enum: type[Enum]) -> list[str]:

@@ -1,8 +1,9 @@
 """The ``noema`` argument parser: global options, then one sub-command each.
 
 Each command's options are declared here; its handler (``args.handler``) is a
-``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._maintenance`,
-:mod:`noema.cli._faces` or :mod:`noema.cli._run_observe`.
+``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._world`,
+:mod:`noema.cli._federate`,
+:mod:`noema.cli._maintenance`, :mod:`noema.cli._faces` or :mod:`noema.cli._run_observe`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from typing import Any, NoReturn
 
 from concepts import Channel, Epistemic, Lifecycle, MemoryKind, Relation
 from noema.cli._faces import cmd_mcp, cmd_shell, cmd_tui
+from noema.cli._federate import (
+    cmd_federate_add,
+    cmd_federate_feedback,
+    cmd_federate_list,
+    cmd_federate_remove,
+)
 from noema.cli._maintenance import (
     cmd_checkpoint,
     cmd_decay,
@@ -37,8 +44,16 @@ from noema.cli._memory import (
     cmd_retract,
     cmd_show,
 )
-from noema.cli._options import add_filters, choices, path
+from noema.cli._options import add_filters, choices, path, world_path
 from noema.cli._run_observe import cmd_observe, cmd_run
+from noema.cli._world import (
+    cmd_world_create,
+    cmd_world_link,
+    cmd_world_list,
+    cmd_world_move,
+    cmd_world_rename,
+    cmd_world_show,
+)
 from noema.errors import UsageError
 from noema.memory.health import RULES
 
@@ -120,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--valid-from", metavar="ISO", help="when it became true")
     p.add_argument("--at", metavar="ISO", help="when the mind learned it (default: now)")
     p.add_argument("--tag", action="append", default=[], metavar="T")
+    p.add_argument(
+        "--world", type=world_path, metavar="PATH", help="the world it belongs to (made if missing)"
+    )
     p.add_argument("--force", action="store_true", help="write even below the policy's confidence")
     p.add_argument(
         "--redact-secrets",
@@ -132,6 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="what to look for")
     p.add_argument("--limit", type=int, default=10, metavar="N")
     p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
+    p.add_argument(
+        "--known-at", metavar="ISO", help="what the mind knew then: recorded by then, as it stood"
+    )
+    p.add_argument(
+        "--world", type=world_path, metavar="PATH", help="only this world, below it and its links"
+    )
+    p.add_argument(
+        "--strategy",
+        choices=["flat", "worlds-first"],
+        help="flat ranks every memory in scope; worlds-first picks the best worlds first",
+    )
     add_filters(p)
     p.add_argument(
         "--lifecycle",
@@ -145,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
     p.add_argument("--strict", action="store_true", help="every query word must match")
     p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
+    p.add_argument("--local", action="store_true", help="ask no peer (see `noema federate`)")
     p.add_argument(
         "--fusion", choices=["weighted", "rrf"], help="how lanes combine (default: the mind's)"
     )
@@ -166,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = memory.add("show", cmd_show, "a memory with its relationships and events")
     p.add_argument("id")
+    p.add_argument(
+        "--known-at", metavar="ISO", help="the memory as the mind knew it then (status, validity)"
+    )
     p = memory.add("retract", cmd_retract, "mark a memory inaccurate (kept for provenance)")
     p.add_argument("id")
     p.add_argument("--reason", required=True)
@@ -206,6 +239,29 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--reason", help="recorded in the operator action")
     memory.add_json_options()
 
+    world = commands.group(
+        "world", "the tree of worlds memories live in", "world_command", "ACTION"
+    )
+    p = world.add("create", cmd_world_create, "a world, with its missing parents")
+    p.add_argument("path", type=world_path, metavar="PATH")
+    world.add("list", cmd_world_list, "every world, as a tree")
+    p = world.add("show", cmd_world_show, "a world: parent, memories and links")
+    p.add_argument("path", type=world_path, metavar="PATH")
+    p = world.add("rename", cmd_world_rename, "give a world a new name under the same parent")
+    p.add_argument("path", type=world_path, metavar="PATH")
+    p.add_argument("name", metavar="NAME")
+    p = world.add("move", cmd_world_move, "put a world (and all below it) under another")
+    p.add_argument("path", type=world_path, metavar="PATH")
+    p.add_argument("parent", type=world_path, metavar="PARENT")
+    for name, text in (
+        ("link", "let recall in SRC see DST (a refers_to link)"),
+        ("unlink", "remove the link from SRC to DST"),
+    ):
+        p = world.add(name, cmd_world_link, text, unlink=name == "unlink")
+        p.add_argument("src", type=world_path, metavar="SRC")
+        p.add_argument("dst", type=world_path, metavar="DST")
+    world.add_json_options()
+
     p = commands.add("events", cmd_events, "the event log, newest last")
     p.add_argument("--memory", metavar="ID")
     p.add_argument("--kind", action="append", default=[])
@@ -243,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
         "export", cmd_export, "write the mind as JSONL (to FILE or stdout)", json=False
     )
     p.add_argument("file", nargs="?", type=path)
+    p.add_argument(
+        "--world", type=world_path, metavar="PATH", help="only this world and those below it"
+    )
     p = commands.add("import", cmd_import, "restore an export into an empty mind")
     p.add_argument("file", type=path)
     commands.add("stats", cmd_stats, "memory counts by kind and status")
@@ -258,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"run only this rule (repeatable): {', '.join(RULES)}",
     )
     p.add_argument("--limit", type=int, default=100, metavar="N", help="most findings per rule")
+    p.add_argument(
+        "--world", type=world_path, metavar="PATH", help="only this world and those below it"
+    )
     commands.add("shell", cmd_shell, "an interactive remember/recall session", json=False)
 
     # ------------------------------------------------ the workspace: noema.cli._run_observe
@@ -297,6 +359,28 @@ def build_parser() -> argparse.ArgumentParser:
     add_filters(p)
     p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
     p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
+
+    # ------------------------------------------------ federation: noema.cli._federate
+    federate = commands.group(
+        "federate",
+        "subscribe, read-only, to other minds: recall asks them too",
+        "federate_command",
+        "ACTION",
+    )
+    p = federate.add("add", cmd_federate_add, "subscribe to a peer mind (this store's, or --url's)")
+    p.add_argument("name", help="the subscription's name in this mind")
+    p.add_argument("--mind", dest="peer_mind", required=True, metavar="PEER", help="its mind")
+    p.add_argument("--url", metavar="URL", help="the peer's store (default: this one)")
+    p = federate.add("remove", cmd_federate_remove, "end a subscription (its trust goes too)")
+    p.add_argument("name")
+    federate.add("list", cmd_federate_list, "the subscriptions, with the trust in each")
+    p = federate.add(
+        "feedback", cmd_federate_feedback, "rate a peer's results from -1 to 1 (moves its trust)"
+    )
+    p.add_argument("name")
+    p.add_argument("value", type=float)
+    p.add_argument("--memory", metavar="ID", help="the peer's memory the rating is about")
+    federate.add_json_options()
 
     # ------------------------------------------------ other faces: noema.cli._faces
     commands.add("mcp", cmd_mcp, "serve the mind's memory tools over MCP (stdio)", json=False)

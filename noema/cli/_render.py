@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
-from concepts import Event, Memory, RecallResult, Relationship
+from concepts import Event, Memory, RecallResult, Relationship, WorldInfo
 from noema.clock import iso
 from noema.memory.decay import DecayReport
 from noema.memory.health import HealthReport
@@ -47,20 +47,27 @@ def reply(as_json: bool, value: Any, *lines: str) -> None:
         print(line)
 
 
-def memory_line(memory: Memory) -> str:
-    """A memory in two lines: id, kind/epistemic, key and status; then its content."""
+def memory_line(memory: Memory, world: str | None = None) -> str:
+    """A memory in two lines: id, kind/epistemic, key, world and status; then its content.
+
+    ``world`` is the path of its world; the root's (``""``) is not shown.
+    """
     key = f" key={memory.key}" if memory.key else ""
+    place = f" world={world}" if world else ""
     status = "" if memory.status == "active" else f" [{memory.status.value}]"
     return (
-        f"{memory.id}  {memory.kind.value}/{memory.epistemic.value}{key}{status}\n"
+        f"{memory.id}  {memory.kind.value}/{memory.epistemic.value}{key}{place}{status}\n"
         f"  {memory.content}"
     )
 
 
-def memory_detail(memory: Memory, *, at: datetime | None = None) -> str:
-    """A memory's line, its lifecycle and confidence tier (at ``at``), then its other fields."""
+def memory_detail(memory: Memory, *, at: datetime | None = None, world: str | None = None) -> str:
+    """A memory's line, its lifecycle and confidence tier (at ``at``), then its other fields.
+
+    ``world`` is the path of its world, as :func:`memory_line` shows it.
+    """
     lines = [
-        memory_line(memory),
+        memory_line(memory, world),
         f"  lifecycle: {memory.lifecycle.value}",
         f"  tier: {memory_tier(memory, at).value}",
     ]
@@ -75,6 +82,7 @@ def memory_detail(memory: Memory, *, at: datetime | None = None) -> str:
         "valid_from",
         "valid_to",
         "recorded_at",
+        "changed_at",
         "last_accessed",
         "origin_event",
         "content_hash",
@@ -92,6 +100,7 @@ def detail_lines(
     *,
     headings: bool,
     at: datetime | None = None,
+    world: str | None = None,
 ) -> list[str]:
     """A memory in detail, then its relationships and its events, indented.
 
@@ -101,11 +110,12 @@ def detail_lines(
         events: the events that cite it.
         headings: put ``relationships:`` and ``events:`` above their (non-empty) lists.
         at: when its confidence tier is judged (the mind's clock); now when ``None``.
+        world: the path of its world (the root's is not shown).
 
     Returns:
         The lines to print.
     """
-    lines = [memory_detail(memory, at=at)]
+    lines = [memory_detail(memory, at=at, world=world)]
     for heading, group in (
         ("relationships:", [relationship_line(e) for e in edges]),
         ("events:", [event_line(e) for e in events]),
@@ -116,24 +126,34 @@ def detail_lines(
     return lines
 
 
-def result_line(result: RecallResult) -> str:
+def result_line(result: RecallResult, world: str | None = None) -> str:
     """A recall result in two lines: rank, score and content; then id, kinds, trust, components.
 
-    Trust is the memory's lifecycle and its confidence tier as of the recall.
+    Trust is the memory's lifecycle and its confidence tier as of the recall;
+    ``world`` is the path of the memory's world (the root's is not shown).
     """
     m = result.memory
     parts = " ".join(f"{k}={v:.3f}" for k, v in result.components.items() if v)
     conflict = f"\n     conflicts with: {', '.join(result.conflicts)}" if result.conflicts else ""
     trust = f"{m.lifecycle.value}, {result_tier(result).value} confidence"
+    place = f"  world {world}" if world else ""
+    if result.peer is not None:  # federated: where it came from (its world is the peer's)
+        place = f"  from peer {result.peer}, {result.hops} hop{'s' * (result.hops != 1)}"
     return (
         f"{result.rank:>3}. {result.score:.3f}  {m.content}\n"
-        f"     {m.id}  {m.kind.value}/{m.epistemic.value}  {trust}  ({parts}){conflict}"
+        f"     {m.id}  {m.kind.value}/{m.epistemic.value}{place}  {trust}  ({parts}){conflict}"
     )
 
 
-def result_lines(results: Sequence[RecallResult]) -> list[str]:
-    """Each result's lines, or one line saying that nothing was recalled."""
-    return [result_line(r) for r in results] or [NOTHING_RECALLED]
+def result_lines(
+    results: Sequence[RecallResult], worlds: Mapping[str, str] | None = None
+) -> list[str]:
+    """Each result's lines, or one line saying that nothing was recalled.
+
+    ``worlds`` maps world ids to their paths (a world not in it is not shown).
+    """
+    paths = worlds or {}
+    return [result_line(r, paths.get(r.memory.world)) for r in results] or [NOTHING_RECALLED]
 
 
 def relationship_line(edge: Relationship) -> str:
@@ -194,6 +214,43 @@ def health_lines(report: HealthReport) -> list[str]:
             lines.append(f"    evidence: {evidence_text(finding.evidence)}")
         if finding.action:
             lines.append(f"    action: {finding.action}")
+    return lines
+
+
+def world_label(path: str) -> str:
+    """How a world's path reads to people: ``/`` for the root."""
+    return path or "/"
+
+
+def _memories(count: int) -> str:
+    return f"{count} {'memory' if count == 1 else 'memories'}"
+
+
+def world_line(world: WorldInfo) -> str:
+    """A world on one line: its path, its id, its active memories and its links."""
+    links = f"  -> {', '.join(world.links)}" if world.links else ""
+    ident = f"  {world.id}" if world.id else ""
+    return f"{world_label(world.path)}{ident}  {_memories(world.memories)}{links}"
+
+
+def world_tree_lines(worlds: Sequence[WorldInfo]) -> list[str]:
+    """The worlds as a tree from the root, each with its active memories and its links."""
+    children: dict[str | None, list[WorldInfo]] = {}
+    for world in sorted(worlds, key=lambda w: w.path):
+        children.setdefault(world.parent, []).append(world)
+    lines: list[str] = []
+
+    def walk(world: WorldInfo, lead: str, branch: str) -> None:
+        links = f"  -> {', '.join(world.links)}" if world.links else ""
+        name = world.name or world_label(world.path)
+        lines.append(f"{lead}{branch}{name}  {_memories(world.memories)}{links}")
+        below = children.get(world.path, [])
+        inner = lead + ("" if not branch else "    " if branch == "└── " else "│   ")
+        for index, child in enumerate(below):
+            walk(child, inner, "└── " if index == len(below) - 1 else "├── ")
+
+    for top in children.get(None, []):
+        walk(top, "", "")
     return lines
 
 

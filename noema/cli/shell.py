@@ -6,6 +6,7 @@ import cmd
 import shlex
 
 from noema.cli import _render as render
+from noema.cli._world import world_paths
 from noema.errors import NoemaError
 from noema.mind import Mind
 
@@ -78,7 +79,9 @@ class Shell(cmd.Cmd):
 
     def do_recall(self, arg: str) -> None:
         """Recall memories for QUERY, with the components of each score."""
-        for line in render.result_lines(self.mind.recall(arg)):
+        results = self.mind.recall(arg)
+        paths = world_paths(self.mind, [r.memory for r in results if r.peer is None])
+        for line in render.result_lines(results, paths):
             print(line)
 
     def do_show(self, arg: str) -> None:
@@ -87,7 +90,8 @@ class Shell(cmd.Cmd):
         edges = self.mind.relationships(memory.id)
         events = self.mind.events(memory_id=memory.id)
         now = self.mind.clock.now()
-        for line in render.detail_lines(memory, edges, events, headings=False, at=now):
+        world = self.mind.world_path(memory.world)
+        for line in render.detail_lines(memory, edges, events, headings=False, at=now, world=world):
             print(line)
 
     def do_retract(self, arg: str) -> None:

@@ -116,7 +116,11 @@ class NoemaRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        return [to_document(result) for result in self.recall_results(query)]
+        results = self.recall_results(query)
+        # A peer's result (federation) belongs to a world of the peer's, not of this mind.
+        ids = {r.memory.world for r in results if r.peer is None}
+        paths = {world: self.mind.world_path(world) for world in ids}
+        return [to_document(r, world=paths.get(r.memory.world)) for r in results]
 
     def as_prompt(
         self, tier: Tier = "standard", max_chars: int | None = None
@@ -141,9 +145,12 @@ class NoemaRetriever(BaseRetriever):
         return RunnableLambda(memories, name=f"noema_memories_{tier}")
 
 
-def to_document(result: RecallResult) -> Document:
-    """One recall result as a ``Document``: the content, with the rest as plain metadata."""
-    metadata = serialize.result_json(result)
+def to_document(result: RecallResult, *, world: str | None = None) -> Document:
+    """One recall result as a ``Document``: the content, with the rest as plain metadata.
+
+    ``world`` is the path of the memory's world (``Mind.world_path``), its ``world``.
+    """
+    metadata = serialize.result_json(result, world=world)
     return Document(id=result.memory.id, page_content=metadata.pop("content"), metadata=metadata)
 
 

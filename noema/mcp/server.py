@@ -21,7 +21,9 @@ import contextvars
 import io
 import json
 import sys
+import warnings
 from collections.abc import Callable
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -39,12 +41,13 @@ from mcp_types import (
     InputRequiredResult,
     JSONRPCError,
 )
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from concepts import Channel, Memory
+from concepts import Channel, Memory, RecallQuery, RecallResult
+from concepts.models import UtcDatetime
 from noema import serialize
 from noema._arguments import argument_error
-from noema.errors import NoemaError
+from noema.errors import NoemaError, PeerUnavailable, from_validation
 from noema.mind import Mind, recall_query
 
 __all__ = ["WRITE_CHANNELS", "NoemaServer", "build_server"]
@@ -61,11 +64,24 @@ Long-term memory of one Noema mind. `recall` before answering from memory: each
 result says why it ranked (text, vector, recency, activation, importance,
 credibility, status) and how far to trust it (`lifecycle`, confidence `tier`).
 `remember` what is worth keeping, with its epistemic kind (fact, observation,
-claim, belief, ...). Correct with `supersede` (a new version), `retract`
+claim, belief, ...), in a `world` (a path such as `work/project-x`) when it
+belongs to one; `recall` with `world` looks inside it, and with `known_at` asks
+what the mind knew at that time. Correct with `supersede` (a new version), `retract`
 (inaccurate, with a reason) or `reject_memory` (not knowledge, with a reason);
 confirm with `verify_memory`. `health` lists what to review; `proposals` what
 waits for a decision. Nothing is silently deleted.
 """
+
+
+_TIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
+
+
+def _time(text: str) -> datetime:
+    """An ISO time as UTC; ``InvalidInput`` naming ``known_at`` when it is not one."""
+    try:
+        return _TIME.validate_python(text)
+    except ValidationError as exc:
+        raise from_validation(exc, what="known_at:") from None
 
 
 async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -74,6 +90,18 @@ async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(function, *args, **kwargs)
     except NoemaError as exc:
         raise ToolError(str(exc)) from None
+
+
+def _recall_noting_peers(mind: Mind, request: RecallQuery) -> tuple[list[RecallResult], list[str]]:
+    """``mind.recall(request)`` and, one line each, the peers it could not read (federation)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PeerUnavailable)
+        results = mind.recall(request)
+    for item in caught:
+        if not issubclass(item.category, PeerUnavailable):
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+    unavailable = [str(i.message) for i in caught if issubclass(i.category, PeerUnavailable)]
+    return results, unavailable
 
 
 class NoemaServer(MCPServer[Any]):
@@ -223,9 +251,17 @@ def build_server(mind: Mind) -> NoemaServer:
     """An MCP server whose tools read and write ``mind`` and nothing else."""
     server = NoemaServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def memory_json(memory: Memory) -> dict[str, Any]:
-        """A memory's JSON, its confidence tier judged at the mind's clock."""
-        return serialize.memory_json(memory, at=mind.clock.now())
+    async def memory_json(memory: Memory, at: datetime | None = None) -> dict[str, Any]:
+        """A memory's JSON: its world's path, its confidence tier at ``at`` (the mind's clock)."""
+        world = await _call(mind.world_path, memory.world)
+        return serialize.memory_json(memory, at=at or mind.clock.now(), world=world)
+
+    async def results_json(results: list[RecallResult]) -> list[dict[str, Any]]:
+        """Recall results' JSON, each with its world's path."""
+        # A peer's result (federation) belongs to a world of the peer's, not of this mind.
+        ids = sorted({r.memory.world for r in results if r.peer is None})
+        paths = dict(zip(ids, [await _call(mind.world_path, i) for i in ids], strict=True))
+        return [serialize.result_json(r, world=paths.get(r.memory.world)) for r in results]
 
     @server.tool()
     async def remember(
@@ -249,11 +285,14 @@ def build_server(mind: Mind) -> NoemaServer:
         confidence: float = 0.8,
         tags: list[str] | None = None,
         valid_from: str | None = None,
+        world: str | None = None,
     ) -> dict[str, Any]:
         """Remember one thing (identical active content is reinforced instead).
 
         A ``key`` (e.g. ``user.home_city``) makes it a keyed fact: a new value
-        supersedes the old one. ``valid_from`` is an ISO date or time.
+        supersedes the old one. ``valid_from`` is an ISO date or time. ``world``
+        is the path of the world it belongs to (``work/project-x``; created when
+        missing); the root by default.
         """
         memory = await _call(
             mind.remember,
@@ -266,8 +305,9 @@ def build_server(mind: Mind) -> NoemaServer:
             confidence=confidence,
             tags=tags or [],
             valid_from=valid_from,
+            **({} if world is None else {"world": world}),
         )
-        return memory_json(memory)
+        return await memory_json(memory)
 
     @server.tool()
     async def recall(
@@ -282,15 +322,21 @@ def build_server(mind: Mind) -> NoemaServer:
         peek: bool = False,
         deep: bool = False,
         lifecycles: list[str] | None = None,
+        world: str | None = None,
+        known_at: str | None = None,
+        strategy: Literal["flat", "worlds-first"] = "flat",
     ) -> dict[str, Any]:
         """Recall memories for ``query``, best first, each with its score components.
 
-        Each result carries its ``lifecycle`` and confidence ``tier`` (high,
-        moderate, low, exploratory, stale). Filters: ``kinds``, ``epistemics``,
-        ``statuses`` (default active), ``tags``, ``key``, ``lifecycles`` (default
-        all but rejected). ``as_of`` (ISO) asks what the mind held true then.
-        ``peek`` recalls without reinforcing. ``deep`` reranks a wide pool
-        (slower, better).
+        Each result carries its ``lifecycle``, confidence ``tier`` (high,
+        moderate, low, exploratory, stale) and ``world`` (its path). Filters:
+        ``kinds``, ``epistemics``, ``statuses`` (default active), ``tags``,
+        ``key``, ``lifecycles`` (default all but rejected). ``as_of`` (ISO) asks
+        what the mind held true then; ``known_at`` (ISO) what it knew then (only
+        what it had recorded, as it stood). ``world`` (a path) recalls inside that
+        world, the worlds below it and those it links to, never a sibling;
+        ``strategy`` ``worlds-first`` picks the best worlds first. ``peek``
+        recalls without reinforcing. ``deep`` reranks a wide pool (slower, better).
         """
         filters: dict[str, Any] = {
             name: tuple(values)
@@ -305,6 +351,11 @@ def build_server(mind: Mind) -> NoemaServer:
         }
         if key is not None:
             filters["key"] = key
+        if known_at is not None:
+            filters["known_at"] = known_at
+        scope: dict[str, Any] = {"strategy": strategy}
+        if world is not None:
+            scope["world"] = world
         request = await _call(
             recall_query,
             query,
@@ -313,17 +364,29 @@ def build_server(mind: Mind) -> NoemaServer:
             as_of=as_of,
             peek=peek,
             depth="deep" if deep else "fast",
+            **scope,
         )
-        results = await _call(mind.recall, request)
-        return {"results": [serialize.result_json(r) for r in results]}
+        results, unavailable = await _call(_recall_noting_peers, mind, request)
+        reply: dict[str, Any] = {"results": await results_json(results)}
+        if unavailable:  # peers (federation) that could not be read: the recall went on
+            reply["warnings"] = unavailable
+        return reply
 
     @server.tool()
-    async def get(id: str) -> dict[str, Any]:
-        """A memory by id, whatever its status, with its relationships."""
-        memory = await _call(mind.get, id)
+    async def get(id: str, known_at: str | None = None) -> dict[str, Any]:
+        """A memory by id, whatever its status, with its relationships.
+
+        With ``known_at`` (ISO), the memory as the mind knew it then: its status,
+        lifecycle and validity at that time, and the edges recorded by then; an
+        error when it was recorded later.
+        """
+        when = None if known_at is None else await _call(_time, known_at)
+        memory = await _call(mind.get, id, known_at=when)
         edges = await _call(mind.relationships, id)
+        if when is not None:
+            edges = [e for e in edges if e.created_at <= when]
         return {
-            **memory_json(memory),
+            **await memory_json(memory, when),
             "relationships": [serialize.relationship_json(e) for e in edges],
         }
 
@@ -352,17 +415,17 @@ def build_server(mind: Mind) -> NoemaServer:
     @server.tool()
     async def retract(id: str, reason: str) -> dict[str, Any]:
         """Mark a memory inaccurate, with the reason; it stays for provenance."""
-        return memory_json(await _call(mind.retract, id, reason=reason))
+        return await memory_json(await _call(mind.retract, id, reason=reason))
 
     @server.tool()
     async def supersede(id: str, content: str) -> dict[str, Any]:
         """Amend a memory: ``content`` becomes its new version (same kind and key)."""
-        return memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
+        return await memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
 
     @server.tool()
     async def feedback(id: str, value: float, note: str | None = None) -> dict[str, Any]:
         """Rate a memory from -1 (wrong, useless) to 1 (true, useful)."""
-        return memory_json(await _call(mind.feedback, id, value, note=note))
+        return await memory_json(await _call(mind.feedback, id, value, note=note))
 
     @server.tool()
     async def timeline(id: str, limit: int = 100) -> dict[str, Any]:
@@ -402,20 +465,20 @@ def build_server(mind: Mind) -> NoemaServer:
     async def verify_memory(id: str, reason: str | None = None) -> dict[str, Any]:
         """Mark a memory verified knowledge (it ranks highest); ``reason`` is recorded."""
         if reason is None:
-            return memory_json(await _call(mind.verify_memory, id))
-        return memory_json(await _call(mind.verify_memory, id, reason=reason))
+            return await memory_json(await _call(mind.verify_memory, id))
+        return await memory_json(await _call(mind.verify_memory, id, reason=reason))
 
     @server.tool()
     async def reject_memory(id: str, reason: str) -> dict[str, Any]:
         """Reject a memory, with the reason: it is not knowledge and leaves normal recall."""
-        return memory_json(await _call(mind.reject_memory, id, reason=reason))
+        return await memory_json(await _call(mind.reject_memory, id, reason=reason))
 
     @server.tool()
     async def reinstate_memory(id: str, reason: str | None = None) -> dict[str, Any]:
         """Take a rejected or stale memory back into active knowledge."""
         if reason is None:
-            return memory_json(await _call(mind.reinstate_memory, id))
-        return memory_json(await _call(mind.reinstate_memory, id, reason=reason))
+            return await memory_json(await _call(mind.reinstate_memory, id))
+        return await memory_json(await _call(mind.reinstate_memory, id, reason=reason))
 
     @server.tool()
     async def health(rules: list[str] | None = None, limit: int = 100) -> dict[str, Any]:
@@ -432,5 +495,65 @@ def build_server(mind: Mind) -> NoemaServer:
     async def verify() -> dict[str, Any]:
         """Check the audit chain, its events, and every memory and edge against them."""
         return serialize.verify_json(await _call(mind.verify))
+
+    @server.tool()
+    async def create_world(path: str) -> dict[str, Any]:
+        """Create the world at ``path`` (``work/project-x``) and any missing parent.
+
+        An existing world is returned as it is. Memories go into it with
+        ``remember(world=path)``; ``recall(world=path)`` looks inside it.
+        """
+        return serialize.world_json(await _call(mind.create_world, path))
+
+    @server.tool()
+    async def list_worlds() -> dict[str, Any]:
+        """Every world of the mind by path, the root (``""``) first.
+
+        Each with its parent's path, name, active ``memories`` and ``links`` (the
+        worlds a recall inside it also sees).
+        """
+        return {"worlds": [serialize.world_json(w) for w in await _call(mind.worlds)]}
+
+    @server.tool()
+    async def rename_world(path: str, name: str) -> dict[str, Any]:
+        """Give the world at ``path`` a new ``name`` under the same parent."""
+        return serialize.world_json(await _call(mind.rename_world, path, name))
+
+    @server.tool()
+    async def move_world(path: str, parent: str) -> dict[str, Any]:
+        """Move the world at ``path``, and every world below it, under ``parent``."""
+        return serialize.world_json(await _call(mind.move_world, path, parent))
+
+    @server.tool()
+    async def link_worlds(src: str, dst: str, unlink: bool = False) -> dict[str, Any]:
+        """Link world ``src`` to ``dst``: a recall inside ``src`` then sees ``dst`` too.
+
+        Its memories come discounted per link followed (the ``link`` component).
+        ``unlink`` removes the link instead.
+        """
+        change = mind.unlink_worlds if unlink else mind.link_worlds
+        return serialize.world_json(await _call(change, src, dst))
+
+    subscriber = mind  # the federation tools' argument ``mind`` names the peer
+
+    @server.tool()
+    async def federate_add(name: str, mind: str, url: str | None = None) -> dict[str, Any]:
+        """Subscribe, read-only, as ``name`` to the mind ``mind`` of this store (or at ``url``).
+
+        ``recall`` then asks it too: its results name their ``peer`` and ``hops``
+        and come discounted by the trust in that peer (``trust`` and ``hops``
+        components). Nothing is ever written into the peer.
+        """
+        return serialize.peer_json(await _call(subscriber.federate, name, mind=mind, url=url))
+
+    @server.tool()
+    async def federate_remove(name: str) -> dict[str, Any]:
+        """End the subscription ``name``; returns it as it was."""
+        return serialize.peer_json(await _call(subscriber.unfederate, name))
+
+    @server.tool()
+    async def federate_list() -> dict[str, Any]:
+        """The mind's subscriptions to peer minds, with the trust (10th percentile) in each."""
+        return {"peers": [serialize.peer_json(p) for p in await _call(subscriber.peers)]}
 
     return server

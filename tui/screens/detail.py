@@ -143,8 +143,10 @@ class DetailScreen(DataScreen):
                 "activation",
                 f"{m.activation:.3f} at {when(m.activation_at)} · {m.access_count} recalls",
             ),
+            ("world", detail.world or "/ (root)"),
             ("valid", f"{when(m.valid_from)} → {when(m.valid_to) if m.valid_to else 'now'}"),
             ("recorded", when(m.recorded_at)),
+            ("changed", when(m.changed_at) if m.changed_at else "— (as recorded)"),
             ("hash", m.content_hash),
             ("audit", f"entry {audit.seq} · {audit.hash[:16]}…" if audit else "—"),
         ):

@@ -1,7 +1,14 @@
-"""The memory explorer: search with each score component, filters, and the timeline."""
+"""The memory explorer: search with each score component, filters, and the timeline.
+
+Beside them, the mind's worlds as a tree, shown once the mind has a world
+besides the root (W moves to it, and hides it from there). Choosing a world
+scopes the search (recall inside that world) and the timeline (that world and
+those below it).
+"""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -12,20 +19,39 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
-from concepts import Channel, Epistemic, Memory, MemoryKind, RecallFilters, RecallResult, Status
+from concepts import (
+    Channel,
+    Epistemic,
+    Memory,
+    MemoryKind,
+    RecallFilters,
+    RecallResult,
+    Status,
+    WorldInfo,
+)
 from noema.clock import iso
 from tui.data import COMPONENTS, other_component
 from tui.screens._base import DataScreen
-from tui.widgets import ActivationSpark
+from tui.widgets import ActivationSpark, WorldTree
 
 __all__ = ["ExplorerScreen", "clip"]
 
 #: Cells of the content column in search results and in the timeline.
 CONTENT_CELLS = 36
-TIMELINE_CONTENT_CELLS = 32
+TIMELINE_CONTENT_CELLS = 30
+#: Cells of the kind column in the timeline (``autobiographical`` is clipped).
+TIMELINE_KIND_CELLS = 10
 
 #: Widths of the columns that are not scores (which take their header's width, at least 5).
-WIDTHS = {"#": 3, "recorded": 16, "kind": 16, "epistemic": 11, "status": 10, "channel": 8}
+WIDTHS = {
+    "#": 3,
+    "recorded": 16,
+    "valid from": 16,
+    "kind": TIMELINE_KIND_CELLS,
+    "epistemic": 11,
+    "status": 10,
+    "channel": 8,
+}
 
 #: The filter selects: widget id, prompt, the enum of its values.
 FILTERS: tuple[tuple[str, str, type[Any]], ...] = (
@@ -51,17 +77,23 @@ class ExplorerScreen(DataScreen):
         Binding("slash", "focus_query", "Search"),
         Binding("t", "toggle_timeline", "Timeline/search"),
         Binding("f", "focus_filters", "Filters"),
+        Binding("w", "toggle_worlds", "Worlds"),
         Binding("escape", "focus_results", "Results", show=False),
     ]
 
     timeline: reactive[bool] = reactive(False, init=False)
+    #: The world the search and the timeline are scoped to (a path); ``None``: the whole mind.
+    world: reactive[str | None] = reactive(None, init=False)
 
     def __init__(self) -> None:
         super().__init__()
         self._last: list[Memory] = []
+        #: Whether W showed (True) or hid (False) the world tree; ``None``: shown when there
+        #: are worlds besides the root.
+        self._worlds_shown: bool | None = None
 
     def compose(self) -> ComposeResult:
-        """The search box, the filters (selects and dates), the results and the activation spark."""
+        """The search box, the filters, the world tree beside the results, the activation spark."""
         yield Header()
         yield Input(placeholder="search memories (Enter)", id="query")
         with Horizontal(id="filters"):
@@ -76,7 +108,11 @@ class ExplorerScreen(DataScreen):
             yield Input(placeholder="since YYYY-MM-DD", id="since", classes="date")
             yield Input(placeholder="until YYYY-MM-DD", id="until", classes="date")
         yield Static(id="explorer-status", classes="status")
-        yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="explorer-body"):
+            tree = WorldTree(id="worlds")
+            tree.display = False
+            yield tree
+            yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="spark-row"):
             yield Static("activation", id="spark-label")
             yield ActivationSpark(id="activation")
@@ -125,20 +161,37 @@ class ExplorerScreen(DataScreen):
             status.add_class("-error")
             return
         status.remove_class("-error")
+        worlds = await self.noema.read(self.noema.data.worlds)
+        if worlds is not None:
+            self._show_worlds(worlds)
+        data, world = self.noema.data, self.world
+        scope = "" if world is None else f"world {world} · "
         text = self.query_one("#query", Input).value.strip()
         if self.searching:
-            results = await self.noema.read(self.noema.data.search, text, filters)
+            results = await self.noema.read(partial(data.search, world=world), text, filters)
             if results is not None:
                 self._show_results(results)
                 status.update(
-                    f"{len(results)} results for {text!r}, best first;"
+                    f"{scope}{len(results)} results for {text!r}, best first;"
                     " each row's components add up to its total (other: graph, feedback)"
                 )
         else:
-            memories = await self.noema.read(self.noema.data.timeline, filters)
+            memories = await self.noema.read(partial(data.timeline, world=world), filters)
             if memories is not None:
                 self._show_timeline(memories)
-                status.update(f"timeline: {len(memories)} memories, newest recorded first")
+                status.update(
+                    f"{scope}timeline: {len(memories)} memories, newest recorded first"
+                    " (recorded: when learned; valid from: when true)"
+                )
+
+    def _show_worlds(self, worlds: list[WorldInfo]) -> None:
+        """Fill the world tree; a chosen world that is gone (renamed, moved) leaves the scope."""
+        tree = self.query_one("#worlds", WorldTree)
+        tree.show(worlds)
+        if self._worlds_shown is None:
+            tree.display = len(worlds) > 1
+        if self.world is not None and tree.world(self.world) is None:
+            self.world = None
 
     def _columns(self, table: DataTable[Any], *names: str, content: int = CONTENT_CELLS) -> None:
         """Fixed widths: a table whose columns are replaced does not widen them again."""
@@ -169,22 +222,22 @@ class ExplorerScreen(DataScreen):
         self._columns(
             table,
             "recorded",
+            "valid from",
             "content",
             "kind",
             "epistemic",
             "status",
-            "channel",
             "activation",
             content=TIMELINE_CONTENT_CELLS,
         )
         for m, activation in memories:
             table.add_row(
                 iso(m.recorded_at)[:16].replace("T", " "),
+                iso(m.valid_from)[:16].replace("T", " "),
                 clip(m.content, TIMELINE_CONTENT_CELLS),
-                m.kind.value,
+                clip(m.kind.value, TIMELINE_KIND_CELLS),
                 m.epistemic.value,
                 m.status.value,
-                m.channel.value,
                 f"{activation:.3f}",
                 key=m.id,
             )
@@ -218,6 +271,17 @@ class ExplorerScreen(DataScreen):
         """Switching between search and timeline reloads the results."""
         if self.is_mounted:
             self.reload()
+
+    def watch_world(self, world: str | None) -> None:
+        """Choosing another world reloads the results within it."""
+        self.query_one("#worlds", WorldTree).chosen = world or ""
+        if self.is_mounted:
+            self.reload()
+
+    @on(WorldTree.Chosen)
+    def world_chosen(self, event: WorldTree.Chosen) -> None:
+        """Enter on a world scopes the search and the timeline to it (the root: the whole mind)."""
+        self.world = event.path or None
 
     @on(Input.Submitted, "#query")
     def query_submitted(self) -> None:
@@ -260,6 +324,16 @@ class ExplorerScreen(DataScreen):
     def action_focus_results(self) -> None:
         """Move to the results (Escape)."""
         self.query_one("#results", DataTable).focus()
+
+    def action_toggle_worlds(self) -> None:
+        """Move to the world tree, showing it if hidden; hide it when it has the focus (W)."""
+        tree = self.query_one("#worlds", WorldTree)
+        if tree.display and tree.has_focus:
+            self._worlds_shown = tree.display = False
+            self.query_one("#results", DataTable).focus()
+            return
+        self._worlds_shown = tree.display = True
+        tree.focus()
 
     def action_toggle_timeline(self) -> None:
         """Switch between the search results and the timeline (T)."""

@@ -35,6 +35,7 @@ screen and every action of the screen on view is there.
 | / | type a search; Enter runs it |
 | f | the filters: kind, epistemic kind, status, channel, since, until |
 | t | switch between search results and the timeline |
+| w | the world tree (again: hide it); Enter on a world scopes the search and the timeline |
 | Enter | open the memory under the cursor |
 
 | key | memory detail |

@@ -1,0 +1,90 @@
+"""``noema federate ACTION``: a mind's read-only subscriptions to other minds (ADR 0019).
+
+``add`` subscribes to a peer mind of the same store (or of the store at
+``--url``), ``remove`` ends a subscription, ``list`` shows them with the trust
+in each, and ``feedback`` rates a peer's results, which moves that trust.
+``noema recall`` then asks the peers too; a peer that cannot be read is one
+``warning:`` line on stderr (:func:`peer_warnings`), and the recall goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from concepts import Peer
+from noema import serialize
+from noema.cli import _render as render
+from noema.cli._common import EXIT_OK, open_mind
+from noema.errors import PeerUnavailable
+
+__all__ = [
+    "cmd_federate_add",
+    "cmd_federate_feedback",
+    "cmd_federate_list",
+    "cmd_federate_remove",
+    "peer_line",
+    "peer_warnings",
+]
+
+
+@contextmanager
+def peer_warnings() -> Iterator[None]:
+    """Print each ``PeerUnavailable`` warning raised inside as one line on stderr.
+
+    ``warning: peer NAME unavailable: REASON``; other warnings go on as they would.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PeerUnavailable)
+        yield
+    for item in caught:
+        if issubclass(item.category, PeerUnavailable):
+            print(f"warning: {' '.join(str(item.message).split())}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
+def peer_line(peer: Peer) -> str:
+    """A subscription on one line: name, peer mind and store, trust (p10) and its posterior."""
+    where = peer.url or "this store"
+    trust = serialize.peer_json(peer)["trust"]
+    return (
+        f"{peer.name}  mind {peer.mind} at {where}  "
+        f"trust {trust:.3f} (Beta({peer.alpha:g}, {peer.beta:g}), mean {peer.trust_mean:.3f})"
+    )
+
+
+def cmd_federate_add(args: argparse.Namespace) -> int:
+    """``noema federate add NAME --mind PEER [--url URL]``: subscribe to a peer mind."""
+    with open_mind(args) as mind:
+        peer = mind.federate(args.name, mind=args.peer_mind, url=args.url)
+    render.reply(args.json, serialize.peer_json(peer), f"subscribed {peer_line(peer)}")
+    return EXIT_OK
+
+
+def cmd_federate_remove(args: argparse.Namespace) -> int:
+    """``noema federate remove NAME``: end a subscription."""
+    with open_mind(args) as mind:
+        peer = mind.unfederate(args.name)
+    render.reply(args.json, serialize.peer_json(peer), f"unsubscribed {peer_line(peer)}")
+    return EXIT_OK
+
+
+def cmd_federate_list(args: argparse.Namespace) -> int:
+    """``noema federate list``: the mind's subscriptions, by name, with the trust in each."""
+    with open_mind(args) as mind:
+        peers = mind.peers()
+    lines = [peer_line(p) for p in peers] or ["no peers"]
+    render.reply(args.json, [serialize.peer_json(p) for p in peers], *lines)
+    return EXIT_OK
+
+
+def cmd_federate_feedback(args: argparse.Namespace) -> int:
+    """``noema federate feedback NAME VALUE``: rate a peer's results from -1 to 1."""
+    with open_mind(args) as mind:
+        peer = mind.peer_feedback(args.name, args.value, memory_id=args.memory)
+    render.reply(args.json, serialize.peer_json(peer), peer_line(peer))
+    return EXIT_OK
