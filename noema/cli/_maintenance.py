@@ -68,11 +68,13 @@ def cmd_embed_missing(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """``noema reindex``: rebuild every memory's entity links and expanded keys."""
+    """``noema reindex``: rebuild entity links, expanded keys and the worlds' composed vectors."""
     with open_mind(args) as mind:
         count = mind.reindex(progress=render.Progress("indexing"))
     render.reply(
-        args.json, {"memories": count}, f"indexed the entities and keys of {count} memories"
+        args.json,
+        {"memories": count},
+        f"indexed the entities and keys of {count} memories; world vectors rebuilt",
     )
     return EXIT_OK
 

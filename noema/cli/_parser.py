@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add(
         "reindex",
         cmd_reindex,
-        "rebuild every memory's entity links and expanded keys (graph, keys lanes)",
+        "rebuild entity links and expanded keys (graph, keys lanes) and world vectors",
     )
     p = commands.add(
         "verify", cmd_verify, "check the audit chain, and every memory and edge against its events"
