@@ -38,9 +38,7 @@ class Retrieve(Process):
         candidates = []
         for percept in ctx.percepts:
             query = percept.observation.content
-            request = RecallQuery(
-                text=query, limit=self.limit, peek=True, world=ctx.world or None
-            )
+            request = RecallQuery(text=query, limit=self.limit, peek=True, world=ctx.world or None)
             for result in await asyncio.to_thread(ctx.memory.recall, request):
                 memory = result.memory
                 if memory.id in held:  # already in mind: nothing to bring back
