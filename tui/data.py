@@ -154,8 +154,11 @@ class MindData:
         """Recall without reinforcing: inspecting a mind must not change what it recalls.
 
         ``world`` (a path) recalls inside that world, below it and through its links.
+        The explorer inspects this mind's own memories: its peers are not asked.
         """
-        query = recall_query(text, limit=limit, filters=filters, peek=True, world=world)
+        query = recall_query(
+            text, limit=limit, filters=filters, peek=True, world=world, federated=False
+        )
         return self.mind.recall(query)
 
     def timeline(
