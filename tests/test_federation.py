@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from concepts import EventKind, Peer, RecallResult, score_reproduces
+from concepts import EventKind, Peer, RecallFilters, RecallResult, score_reproduces
 from noema import ManualClock, Mind, MindConfig, RecallWeights
 from noema.cli import run
 from noema.errors import (
@@ -613,3 +613,15 @@ def test_mcp_federate_tools(open_mind: OpenMind) -> None:
         assert [p["name"] for p in (await s.ok("federate_list"))["peers"]] == ["ghost"]
 
     _drive(a, script)
+
+
+def test_the_tui_explorer_searches_only_the_minds_own_memories(open_mind: OpenMind) -> None:
+    from tui.data import MindData
+
+    a, b = open_mind("a"), open_mind("b")
+    mine = a.remember(CAT_HERE)
+    b.remember(CAT_THERE)
+    a.federate("bee", mind="b")
+    assert len(federated(a.recall("cat", peek=True))) == 1
+    found = MindData(a).search("cat", RecallFilters())
+    assert [r.memory.id for r in found] == [mine.id]
