@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_MIND",
     "DEFAULT_WEIGHTS",
     "DeepConfig",
+    "EpisodeConfig",
     "JobsConfig",
     "MindConfig",
     "RecallWeights",
@@ -114,6 +115,23 @@ class DeepConfig(BaseModel):
     weight: float = Field(default=DEFAULT_DEEP_WEIGHT, ge=0.0, le=10.0, allow_inf_nan=False)
 
 
+class EpisodeConfig(BaseModel):
+    """Task episodes (ADR 0022): their ranking components and when they become procedures.
+
+    ``outcome`` and ``rating`` weigh the ``outcome`` and ``rating`` components of
+    an episode recall. Reflect turns an approach into a procedural memory once
+    ``procedure_min_successes`` of its episodes in one world (and role) succeeded
+    and its posterior success rate is at least ``procedure_min_rate``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: float = Field(default=0.20, ge=0.0, le=1.0, allow_inf_nan=False)
+    rating: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    procedure_min_successes: int = Field(default=3, ge=2, le=1_000)
+    procedure_min_rate: float = Field(default=0.6, ge=0.0, le=1.0, allow_inf_nan=False)
+
+
 class WritePolicy(BaseModel):
     """What the reconciler refuses before anything is written.
 
@@ -145,6 +163,7 @@ class MindConfig(BaseModel):
 
     weights: RecallWeights = DEFAULT_WEIGHTS
     deep: DeepConfig = DeepConfig()
+    episodes: EpisodeConfig = EpisodeConfig()
     newer_wins: bool = True
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(default=DEFAULT_RRF_K, ge=1, le=10_000)

@@ -2,7 +2,7 @@
 
 Each command's options are declared here; its handler (``args.handler``) is a
 ``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._world`,
-:mod:`noema.cli._federate`,
+:mod:`noema.cli._federate`, :mod:`noema.cli._episode`,
 :mod:`noema.cli._maintenance`, :mod:`noema.cli._faces` or :mod:`noema.cli._run_observe`.
 """
 
@@ -13,6 +13,14 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from concepts import Channel, Epistemic, Lifecycle, MemoryKind, Relation
+from concepts.episodes import Outcome
+from noema.cli._episode import (
+    cmd_episode_list,
+    cmd_episode_recall,
+    cmd_episode_record,
+    cmd_episode_show,
+    cmd_episode_stats,
+)
 from noema.cli._faces import cmd_mcp, cmd_shell, cmd_tui
 from noema.cli._federate import (
     cmd_federate_add,
@@ -382,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", metavar="ID", help="the peer's memory the rating is about")
     federate.add_json_options()
 
+    # ------------------------------------------------ task episodes: noema.cli._episode
+    _add_episode_commands(commands)
+
     # ------------------------------------------------ other faces: noema.cli._faces
     commands.add("mcp", cmd_mcp, "serve the mind's memory tools over MCP (stdio)", json=False)
     p = commands.add(
@@ -403,3 +414,62 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_json_options()
     return parser
+
+
+def _unit(text: str) -> float:
+    """A number from 0 to 1 (a rating)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, not {text}")
+    return value
+
+
+def _add_episode_commands(commands: _Commands) -> None:
+    """``noema episode record|list|show|recall|stats``."""
+    outcomes = choices(Outcome)
+    episode = commands.group(
+        "episode", "task episodes: what agents did and how it went", "episode_command", "ACTION"
+    )
+    p = episode.add("record", cmd_episode_record, "record one agent run (flags or --file JSON)")
+    p.add_argument("--file", metavar="F.json", help="the episode as one JSON object (- for stdin)")
+    p.add_argument("--task", help="what the agent was asked to do")
+    p.add_argument("--outcome", choices=outcomes)
+    p.add_argument("--role", help="the agent's role")
+    p.add_argument("--agent", help="the agent's id")
+    p.add_argument("--approach", help="how it went about it")
+    p.add_argument("--tool", action="append", default=[], metavar="NAME", help="a tool it called")
+    p.add_argument(
+        "--failed-tool", action="append", default=[], metavar="NAME", help="a call that failed"
+    )
+    p.add_argument("--learning", action="append", default=[], metavar="TEXT")
+    p.add_argument("--artifact", action="append", default=[], metavar="TEXT")
+    p.add_argument("--rating", type=_unit, metavar="0..1", help="how well it went")
+    p.add_argument("--run", metavar="ID", help="the run's own id")
+    p.add_argument("--at", metavar="TIME", help="when it ran (ISO time; default now)")
+    p.add_argument("--world", type=world_path, metavar="PATH", help="the world it belongs to")
+    p.add_argument("--tag", action="append", default=[], metavar="TAG")
+    p.add_argument("--channel", choices=choices(Channel), default=Channel.TOOL.value)
+    for name, handler, text in (
+        ("list", cmd_episode_list, "the newest episodes"),
+        ("recall", cmd_episode_recall, "episodes by meaning and outcome: what worked last time"),
+        ("stats", cmd_episode_stats, "success rates per approach, tool, role (Beta posteriors)"),
+    ):
+        p = episode.add(name, handler, text)
+        if name == "recall":
+            p.add_argument("query")
+            p.add_argument(
+                "--prefer", choices=outcomes, default="success", help="the outcome ranked first"
+            )
+        p.add_argument("--role")
+        p.add_argument("--agent")
+        if name != "stats":
+            p.add_argument("--outcome", choices=outcomes)
+            p.add_argument("--limit", type=int, default=10 if name == "recall" else 50, metavar="N")
+        p.add_argument("--tool", dest="tool_filter", metavar="NAME", help="episodes that called it")
+        p.add_argument("--world", type=world_path, metavar="PATH", help="this world and below")
+    p = episode.add("show", cmd_episode_show, "one episode, every action")
+    p.add_argument("id")
+    episode.add_json_options()

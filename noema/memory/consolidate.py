@@ -77,6 +77,7 @@ from concepts import (
 )
 from noema.errors import InvalidInput, NoemaError
 from noema.ids import content_hash
+from noema.memory import episodes as task_episodes
 from noema.memory.cooccurrence import CLUSTER_MIN_SIZE, dense_clusters
 from noema.memory.events import EventLog
 from noema.memory.grouping import (
@@ -170,6 +171,7 @@ class ReflectReport:
     event_id: str | None = None
     superseded: tuple[str, ...] = ()
     extended: tuple[str, ...] = ()
+    procedures: tuple[Memory, ...] = ()
 
 
 @dataclass
@@ -286,7 +288,7 @@ def consolidate(
     ]
     plans += _cluster_plans(engine, plans)
     if not plans:
-        return ReflectReport(scanned=len(fresh))
+        return ReflectReport(scanned=len(fresh), procedures=_procedures(engine, None))
     event_id = _log_run(engine, len(fresh), len(plans), chat_model)
     ask = _asker(chat_model) if chat_model is not None else None
     outcome = _Outcome()
@@ -307,7 +309,13 @@ def consolidate(
         event_id=event_id,
         superseded=tuple(outcome.superseded),
         extended=tuple(outcome.extended),
+        procedures=_procedures(engine, event_id),
     )
+
+
+def _procedures(engine: Engine, event_id: str | None) -> tuple[Memory, ...]:
+    """The procedures written from task episodes that keep succeeding (``episodes.distil``)."""
+    return tuple(task_episodes.distil(engine, engine.config.episodes, origin_event=event_id))
 
 
 def check_options(*, min_group: int, min_shared: int, limit: int) -> None:
@@ -365,6 +373,7 @@ def _read(engine: Engine, limit: int) -> _Pool:
             consolidated |= derived[source.id]
             if _is_summary(source):
                 summaries[source.id] = (source, frozenset(derived[source.id]))
+    recent = [m for m in recent if not task_episodes.is_episode(m)]  # distilled on their own
     covered = {i for _, episodes in summaries.values() for i in episodes}
     context = [m for m in recent if m.id in covered][:limit]
     read = {m.id for m in context}

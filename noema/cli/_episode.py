@@ -1,0 +1,206 @@
+"""``noema episode ACTION``: task episodes, one agent run each (ADR 0022).
+
+``record`` writes one, from flags or from a JSON file (``--file``, ``-`` for
+stdin); ``list`` shows the newest, ``show`` one, ``recall`` finds them by
+meaning and outcome, and ``stats`` gives success rates per approach, tool,
+role and agent as Beta posteriors. A wrong field is refused with one line naming
+it, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from concepts import RecallResult
+from concepts.episodes import EpisodeRecord, EpisodeStats, Posterior
+from noema import serialize
+from noema.cli import _render as render
+from noema.cli._common import EXIT_OK, open_mind
+from noema.errors import InvalidInput
+
+__all__ = [
+    "cmd_episode_list",
+    "cmd_episode_recall",
+    "cmd_episode_record",
+    "cmd_episode_show",
+    "cmd_episode_stats",
+    "episode_json",
+    "stats_json",
+]
+
+
+def episode_json(record: EpisodeRecord) -> dict[str, Any]:
+    """A recorded episode as JSON: its memory id, times, status and the episode."""
+    return {
+        "id": record.id,
+        "recorded_at": serialize.plain(record.recorded_at),
+        "status": record.status,
+        **record.episode.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def stats_json(stats: EpisodeStats) -> dict[str, Any]:
+    """Episode statistics as JSON."""
+    return stats.model_dump(mode="json")
+
+
+def _line(record: EpisodeRecord) -> str:
+    episode = record.episode
+    who = "/".join(part for part in (episode.role, episode.agent) if part) or "-"
+    rated = f" {episode.rating:.2f}" if episode.rating is not None else ""
+    return f"{record.id}  {episode.outcome.value}{rated}  {who}  {render.clip(episode.task)}" + (
+        f"  [{', '.join(episode.tools)}]" if episode.tools else ""
+    )
+
+
+def _read_file(name: str) -> Any:
+    """The JSON of ``--file`` (``-``: stdin); ``InvalidInput`` naming the file."""
+    try:
+        if name == "-":
+            return json.load(sys.stdin)
+        with open(name, encoding="utf-8") as fp:
+            return json.load(fp)
+    except OSError as exc:
+        raise InvalidInput(f"--file: cannot read {name}: {exc.strerror}", field="file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"--file: {name} is not JSON: {exc}", field="file") from None
+
+
+def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.task or not args.outcome:
+        raise InvalidInput(
+            "episode record: --task and --outcome are required (or give --file)", field="task"
+        )
+    fields: dict[str, Any] = {
+        "task": args.task,
+        "outcome": args.outcome,
+        "actions": [{"tool": t} for t in args.tool]
+        + [{"tool": t, "failed": True} for t in args.failed_tool],
+        "learnings": args.learning,
+        "artifacts": args.artifact,
+        "tags": args.tag,
+    }
+    for name in ("role", "agent", "approach", "rating", "run", "world", "at"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    return fields
+
+
+def cmd_episode_record(args: argparse.Namespace) -> int:
+    """``noema episode record``: one episode, from flags or ``--file`` (JSON)."""
+    if args.file is not None:
+        if args.task or args.outcome or args.tool or args.failed_tool:
+            raise InvalidInput("episode record: give --file or the flags, not both", field="file")
+        data = _read_file(args.file)
+        if not isinstance(data, dict):
+            raise InvalidInput("--file: one JSON object, an episode", field="file")
+    else:
+        data = _from_flags(args)
+    with open_mind(args) as mind:
+        record = mind.record_episode(data, channel=args.channel)
+    render.reply(args.json, episode_json(record), f"recorded episode {_line(record)}")
+    return EXIT_OK
+
+
+def cmd_episode_list(args: argparse.Namespace) -> int:
+    """``noema episode list``: the newest episodes, of a role, agent, outcome or tool."""
+    with open_mind(args) as mind:
+        records = mind.episodes(
+            role=args.role,
+            agent=args.agent,
+            outcome=args.outcome,
+            tool=args.tool_filter,
+            world=args.world,
+            limit=args.limit,
+        )
+    render.reply(
+        args.json,
+        [episode_json(r) for r in records],
+        *([_line(r) for r in records] or ["no episodes"]),
+    )
+    return EXIT_OK
+
+
+def cmd_episode_show(args: argparse.Namespace) -> int:
+    """``noema episode show ID``: one episode, every field and action."""
+    with open_mind(args) as mind:
+        record = mind.episode(args.id)
+    episode = record.episode
+    lines = [
+        _line(record),
+        f"  recorded_at: {serialize.plain(record.recorded_at)}  status: {record.status}",
+        f"  task: {episode.task}",
+        f"  approach: {episode.approach or '-'}",
+        f"  world: {render.world_label(episode.world)}",
+    ]
+    for index, action in enumerate(episode.actions, start=1):
+        took = f" {action.duration_ms:.0f} ms" if action.duration_ms is not None else ""
+        failed = " FAILED" if action.failed else ""
+        lines.append(
+            f"  action {index}: {action.tool}({render.clip(action.arguments, 40)})"
+            f" -> {render.clip(action.result, 40)}{took}{failed}"
+        )
+    lines += [f"  learning: {item}" for item in episode.learnings]
+    lines += [f"  artifact: {item}" for item in episode.artifacts]
+    render.reply(args.json, episode_json(record), *lines)
+    return EXIT_OK
+
+
+def cmd_episode_recall(args: argparse.Namespace) -> int:
+    """``noema episode recall QUERY``: episodes by meaning and outcome, best first."""
+    with open_mind(args) as mind:
+        results = mind.recall_episodes(
+            args.query,
+            role=args.role,
+            agent=args.agent,
+            outcome=args.outcome,
+            tool=args.tool_filter,
+            prefer=args.prefer,
+            world=args.world,
+            limit=args.limit,
+        )
+    render.reply(
+        args.json,
+        [{**serialize.result_json(r), "episode": r.memory.payload["episode"]} for r in results],
+        *(render.result_lines([_one_line(r) for r in results]) if results else ["no episodes"]),
+    )
+    return EXIT_OK
+
+
+def _one_line(result: RecallResult) -> RecallResult:
+    """``result`` with its episode's lines joined, for a listing."""
+    content = " · ".join(result.memory.content.splitlines())
+    return result.model_copy(
+        update={"memory": result.memory.model_copy(update={"content": content})}
+    )
+
+
+def _posterior_line(item: Posterior) -> str:
+    rated = f"  rating {item.rating:.2f}" if item.rating is not None else ""
+    return (
+        f"  {render.clip(item.name, 40):<40}  {item.mean:6.1%}  "
+        f"[{item.low:.1%}, {item.high:.1%}]  n={item.episodes}{rated}"
+    )
+
+
+def cmd_episode_stats(args: argparse.Namespace) -> int:
+    """``noema episode stats``: success rates (Beta posteriors, 90% intervals) by group."""
+    with open_mind(args) as mind:
+        stats = mind.episode_stats(
+            role=args.role, agent=args.agent, tool=args.tool_filter, world=args.world
+        )
+    lines = [f"{stats.episodes} episodes", _posterior_line(stats.overall)]
+    for title, group in (
+        ("approaches", stats.approaches),
+        ("tools", stats.tools),
+        ("roles", stats.roles),
+        ("agents", stats.agents),
+    ):
+        if group:
+            lines.append(f"{title}:")
+            lines += [_posterior_line(item) for item in group]
+    render.reply(args.json, stats_json(stats), *lines)
+    return EXIT_OK
