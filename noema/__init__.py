@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 # Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     "Mind": "noema.mind",
+    "AsyncMind": "noema.async_mind",
     "Settings": "noema.config",
     "MindConfig": "noema.config",
     "RecallWeights": "noema.config",
@@ -90,6 +91,7 @@ __all__ = [
     "CHANNEL_TRUST",
     "DEFAULT_WEIGHTS",
     "EPISTEMIC_WEIGHT",
+    "AsyncMind",
     "Attend",
     "AttentionConfig",
     "AuditEntry",
@@ -189,6 +191,7 @@ if TYPE_CHECKING:
         confidence_tier,
     )
     from concepts.models import check_event_kind
+    from noema.async_mind import AsyncMind
     from noema.clock import Clock, ManualClock, SystemClock
     from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights, Settings, WritePolicy
     from noema.errors import (

@@ -616,6 +616,15 @@ class Mind:
         return self._worlds.tree().path(world_id) if world_id else ROOT_WORLD
 
     @checked
+    def world_paths(self) -> dict[str, str]:
+        """The path of every world of the mind by its id, the root (``""``) first.
+
+        One read of the world tree: ``worlds()`` without its memory counts.
+        """
+        tree = self._worlds.tree()
+        return {ROOT_WORLD: ROOT_WORLD, **{world: tree.path(world) for world in tree.worlds}}
+
+    @checked
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""
         return self._reader.relationships(memory_id)

@@ -10,6 +10,7 @@ import pytest
 import noema
 
 PUBLIC_NAMES = [
+    "AsyncMind",
     "Attend",
     "AttentionConfig",
     "AuditEntry",
@@ -126,7 +127,8 @@ def test_importing_noema_or_its_engine_does_not_load_the_face() -> None:
     # DESIGN section 1: the face is exported lazily, or the engine would import it.
     code = (
         "import sys, noema, noema.storage, noema.memory.reconciler, noema.memory.recall; "
-        "print(sorted(m for m in sys.modules if m in ('noema.mind', 'noema.cli', 'tui', "
+        "print(sorted(m for m in sys.modules if m in ('noema.mind', 'noema.async_mind', "
+        "'noema.cli', 'tui', "
         "'textual', 'mcp', 'noema.mcp.server', 'noema.integrations.langchain')))"
     )
     result = subprocess.run(

@@ -19,11 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("concepts", "noema", "workspace", "processes", "tui")
 
 #: The face: the public API and the entry points; it may import everything.
-FACE = ("noema", "noema.mind", "noema.runtime")
+FACE = ("noema", "noema.mind", "noema.async_mind", "noema.runtime")
 #: Faces proper: each talks to the mind through ``Mind`` and never to another face.
-FACES = ("noema.cli", "noema.mcp", "noema.integrations", "tui")
-#: The one exception: ``noema mcp`` and ``noema tui`` start those faces, by their entry points.
-LAUNCHES = {"noema.cli": {"noema.mcp.server", "tui.app"}}
+FACES = ("noema.cli", "noema.mcp", "noema.integrations", "noema.http", "tui")
+#: The one exception: ``noema mcp``, ``noema tui`` and ``noema serve`` start those faces, by
+#: their entry points; the HTTP server serves each mind's MCP server too.
+LAUNCHES = {
+    "noema.cli": {"noema.mcp.server", "tui.app", "noema.http.app", "noema.http.auth"},
+    "noema.http": {"noema.mcp.server"},
+}
 
 
 def _layer(module: str) -> str:

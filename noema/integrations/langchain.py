@@ -18,25 +18,32 @@ components) in the metadata. ``as_prompt`` renders the same recall with
     answer = (chain | prompt | model).invoke("where does Ada live?")
 
 Like ``Mind.recall``, a retrieval reinforces what it returns and logs a
-``memory_retrieved`` event unless ``peek=True``. Every setting is checked when
+``memory_retrieved`` event unless ``peek=True``. Awaited (``ainvoke``), the
+retriever and its prompt block recall through an ``AsyncMind`` over the mind,
+so the event loop never waits on the database. Every setting is checked when
 the retriever is built: a bad one raises ``InvalidInput`` with a one-line
 message naming the field.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import ConfigDict, ValidationError, field_validator
+from pydantic import ConfigDict, PrivateAttr, ValidationError, field_validator
 
 from concepts import RecallFilters, RecallResult
 from noema import serialize
+from noema.async_mind import AsyncMind
 from noema.errors import InvalidInput, from_validation
 from noema.memory.prompt import Tier, format_memories
 from noema.mind import Mind, recall_query
@@ -61,6 +68,10 @@ class NoemaRetriever(BaseRetriever):
         peek: Leave no trace; by default each returned memory is reinforced.
         mode: ``any`` matches any query word, ``strict`` every one.
 
+    Awaited, it recalls through an ``AsyncMind`` over ``mind``, made at the
+    first await and kept: its worker threads are the retriever's, idle between
+    queries, and end with it. It never closes ``mind``, which is its owner's.
+
     Raises:
         InvalidInput: On construction, for the first bad field.
     """
@@ -73,6 +84,8 @@ class NoemaRetriever(BaseRetriever):
     as_of: datetime | str | None = None
     peek: bool = False
     mode: Literal["any", "strict"] = "any"
+
+    _async_mind: AsyncMind | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -113,6 +126,24 @@ class NoemaRetriever(BaseRetriever):
             mode=self.mode,
         )
 
+    async def arecall_results(self, query: str) -> list[RecallResult]:
+        """``recall_results``, awaited: through the retriever's ``AsyncMind``."""
+        return await self._async().recall(
+            query,
+            limit=self.k,
+            filters=self.filters,
+            as_of=self.as_of,
+            peek=self.peek,
+            mode=self.mode,
+        )
+
+    def _async(self) -> AsyncMind:
+        """The ``AsyncMind`` over ``mind``, made on first use (it leaves ``mind`` open)."""
+        # No lock: two threads racing here make two, and the loser's workers end with it.
+        if self._async_mind is None or self._async_mind.mind is not self.mind:
+            self._async_mind = AsyncMind(self.mind, owns_mind=False)
+        return self._async_mind
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
@@ -120,6 +151,16 @@ class NoemaRetriever(BaseRetriever):
         # A peer's result (federation) belongs to a world of the peer's, not of this mind.
         ids = {r.memory.world for r in results if r.peer is None}
         paths = {world: self.mind.world_path(world) for world in ids}
+        return [to_document(r, world=paths.get(r.memory.world)) for r in results]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        results = await self.arecall_results(query)
+        ids = sorted({r.memory.world for r in results if r.peer is None})
+        amind = self._async()
+        found = await asyncio.gather(*(amind.world_path(world) for world in ids))
+        paths = dict(zip(ids, found, strict=True))
         return [to_document(r, world=paths.get(r.memory.world)) for r in results]
 
     def as_prompt(
@@ -142,7 +183,10 @@ class NoemaRetriever(BaseRetriever):
         def memories(query: str) -> str:
             return format_memories(self.recall_results(query), tier, max_chars=max_chars)
 
-        return RunnableLambda(memories, name=f"noema_memories_{tier}")
+        async def amemories(query: str) -> str:
+            return format_memories(await self.arecall_results(query), tier, max_chars=max_chars)
+
+        return RunnableLambda(memories, afunc=amemories, name=f"noema_memories_{tier}")
 
 
 def to_document(result: RecallResult, *, world: str | None = None) -> Document:

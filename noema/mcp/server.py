@@ -5,7 +5,8 @@ Built on the official ``mcp`` SDK (``MCPServer``). Every tool goes through the
 and write to that mind: an id of another mind is simply not found. Inputs are
 validated by the SDK against each tool's signature, then by Noema's models;
 a problem comes back as a tool error with one line naming it, and nothing is
-written. Database calls run in worker threads, so the server keeps answering.
+written. Database calls go through an ``AsyncMind`` over the mind, on its
+worker threads (in parallel on PostgreSQL), so the server keeps answering.
 
 Over stdio every line gets a reply: one that is not a JSON-RPC message gets
 the error the JSON-RPC spec names (-32700 for JSON that cannot be parsed,
@@ -15,14 +16,13 @@ transport would drop it and leave the client waiting.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import io
 import json
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -43,10 +43,11 @@ from mcp_types import (
 )
 from pydantic import TypeAdapter, ValidationError
 
-from concepts import Channel, Memory, RecallQuery, RecallResult
+from concepts import ROOT_WORLD, Channel, Memory, RecallQuery, RecallResult
 from concepts.models import UtcDatetime
 from noema import serialize
 from noema._arguments import argument_error
+from noema.async_mind import AsyncMind
 from noema.errors import NoemaError, PeerUnavailable, from_validation
 from noema.mind import Mind, recall_query
 
@@ -84,12 +85,25 @@ def _time(text: str) -> datetime:
         raise from_validation(exc, what="known_at:") from None
 
 
-async def _call(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking ``Mind`` call in a thread; Noema's errors become tool errors."""
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Noema's errors as tool errors, with their one-line messages."""
     try:
-        return await asyncio.to_thread(function, *args, **kwargs)
+        yield
     except NoemaError as exc:
         raise ToolError(str(exc)) from None
+
+
+async def _call(call: Awaitable[T]) -> T:
+    """Await an ``AsyncMind`` call; Noema's errors become tool errors."""
+    with _tool_errors():
+        return await call
+
+
+def _now(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a call that does no I/O (checks an argument); Noema's errors become tool errors."""
+    with _tool_errors():
+        return function(*args, **kwargs)
 
 
 def _recall_noting_peers(mind: Mind, request: RecallQuery) -> tuple[list[RecallResult], list[str]]:
@@ -248,19 +262,25 @@ def _error(ident: int | str | None, code: int, message: str) -> JSONRPCError:
 
 
 def build_server(mind: Mind) -> NoemaServer:
-    """An MCP server whose tools read and write ``mind`` and nothing else."""
+    """An MCP server whose tools read and write ``mind`` and nothing else.
+
+    The tools call ``mind`` through an ``AsyncMind`` over it, which leaves the
+    mind open: closing it is its owner's. The ``AsyncMind``'s idle worker
+    threads end with the server (or at exit).
+    """
     server = NoemaServer(name=f"noema:{mind.name}", instructions=INSTRUCTIONS, log_level="WARNING")
+    amind = AsyncMind(mind, owns_mind=False)
 
     async def memory_json(memory: Memory, at: datetime | None = None) -> dict[str, Any]:
         """A memory's JSON: its world's path, its confidence tier at ``at`` (the mind's clock)."""
-        world = await _call(mind.world_path, memory.world)
-        return serialize.memory_json(memory, at=at or mind.clock.now(), world=world)
+        world = await _call(amind.world_path(memory.world))
+        return serialize.memory_json(memory, at=at or amind.clock.now(), world=world)
 
     async def results_json(results: list[RecallResult]) -> list[dict[str, Any]]:
         """Recall results' JSON, each with its world's path."""
         # A peer's result (federation) belongs to a world of the peer's, not of this mind.
         ids = sorted({r.memory.world for r in results if r.peer is None})
-        paths = dict(zip(ids, [await _call(mind.world_path, i) for i in ids], strict=True))
+        paths = dict(zip(ids, [await _call(amind.world_path(i)) for i in ids], strict=True))
         return [serialize.result_json(r, world=paths.get(r.memory.world)) for r in results]
 
     @server.tool()
@@ -295,17 +315,18 @@ def build_server(mind: Mind) -> NoemaServer:
         missing); the root by default.
         """
         memory = await _call(
-            mind.remember,
-            content,
-            kind=kind,
-            epistemic=epistemic,
-            channel=Channel(channel),
-            key=key,
-            importance=importance,
-            confidence=confidence,
-            tags=tags or [],
-            valid_from=valid_from,
-            **({} if world is None else {"world": world}),
+            amind.remember(
+                content,
+                kind=kind,
+                epistemic=epistemic,
+                channel=Channel(channel),
+                key=key,
+                importance=importance,
+                confidence=confidence,
+                tags=tags or [],
+                valid_from=valid_from,
+                world=ROOT_WORLD if world is None else world,
+            )
         )
         return await memory_json(memory)
 
@@ -356,7 +377,7 @@ def build_server(mind: Mind) -> NoemaServer:
         scope: dict[str, Any] = {"strategy": strategy}
         if world is not None:
             scope["world"] = world
-        request = await _call(
+        request = _now(
             recall_query,
             query,
             limit=limit,
@@ -366,7 +387,7 @@ def build_server(mind: Mind) -> NoemaServer:
             depth="deep" if deep else "fast",
             **scope,
         )
-        results, unavailable = await _call(_recall_noting_peers, mind, request)
+        results, unavailable = await _call(amind.call(_recall_noting_peers, mind, request))
         reply: dict[str, Any] = {"results": await results_json(results)}
         if unavailable:  # peers (federation) that could not be read: the recall went on
             reply["warnings"] = unavailable
@@ -380,9 +401,9 @@ def build_server(mind: Mind) -> NoemaServer:
         lifecycle and validity at that time, and the edges recorded by then; an
         error when it was recorded later.
         """
-        when = None if known_at is None else await _call(_time, known_at)
-        memory = await _call(mind.get, id, known_at=when)
-        edges = await _call(mind.relationships, id)
+        when = None if known_at is None else _now(_time, known_at)
+        memory = await _call(amind.get(id, known_at=when))
+        edges = await _call(amind.relationships(id))
         if when is not None:
             edges = [e for e in edges if e.created_at <= when]
         return {
@@ -409,31 +430,31 @@ def build_server(mind: Mind) -> NoemaServer:
         confidence: float = 1.0,
     ) -> dict[str, Any]:
         """Add an edge ``src -relation-> dst``; ``same_as`` is staged as a proposal."""
-        edge = await _call(mind.relate, src, relation, dst, confidence=confidence, source="mcp")
+        edge = await _call(amind.relate(src, relation, dst, confidence=confidence, source="mcp"))
         return serialize.relationship_json(edge)
 
     @server.tool()
     async def retract(id: str, reason: str) -> dict[str, Any]:
         """Mark a memory inaccurate, with the reason; it stays for provenance."""
-        return await memory_json(await _call(mind.retract, id, reason=reason))
+        return await memory_json(await _call(amind.retract(id, reason=reason)))
 
     @server.tool()
     async def supersede(id: str, content: str) -> dict[str, Any]:
         """Amend a memory: ``content`` becomes its new version (same kind and key)."""
-        return await memory_json(await _call(mind.supersede, id, content, channel=Channel.TOOL))
+        return await memory_json(await _call(amind.supersede(id, content, channel=Channel.TOOL)))
 
     @server.tool()
     async def feedback(id: str, value: float, note: str | None = None) -> dict[str, Any]:
         """Rate a memory from -1 (wrong, useless) to 1 (true, useful)."""
-        return await memory_json(await _call(mind.feedback, id, value, note=note))
+        return await memory_json(await _call(amind.feedback(id, value, note=note)))
 
     @server.tool()
     async def timeline(id: str, limit: int = 100) -> dict[str, Any]:
         """The events of one memory, oldest first (at most ``limit``, the newest)."""
         if not 1 <= limit <= 10_000:
             raise ToolError(f"limit: between 1 and 10000, got {limit}")
-        await _call(mind.get, id)  # an id of no memory of this mind is an error, not []
-        events = await _call(mind.events, memory_id=id, limit=limit, newest_first=True)
+        await _call(amind.get(id))  # an id of no memory of this mind is an error, not []
+        events = await _call(amind.events(memory_id=id, limit=limit, newest_first=True))
         return {"events": [serialize.event_json(e) for e in reversed(events)]}
 
     @server.tool()
@@ -442,9 +463,9 @@ def build_server(mind: Mind) -> NoemaServer:
 
         Each with its ``evidence`` (why it was staged) and both ends' content.
         """
-        found = await _call(mind.proposals)
+        found = await _call(amind.proposals())
         ids = sorted({i for edge in found for i in (edge.src, edge.dst)})
-        ends = {m.id: m for m in await _call(mind.get_many, ids)}
+        ends = {m.id: m for m in await _call(amind.get_many(ids))}
         return {"proposals": [serialize.proposal_json(e, ends) for e in found]}
 
     @server.tool()
@@ -454,31 +475,31 @@ def build_server(mind: Mind) -> NoemaServer:
         A ``same_as`` merges its source into its target, a ``supersedes`` closes
         its target, a ``contradicts`` flags the pair.
         """
-        return serialize.relationship_json(await _call(mind.approve, id))
+        return serialize.relationship_json(await _call(amind.approve(id)))
 
     @server.tool()
     async def reject(id: str) -> dict[str, Any]:
         """Reject a pending proposal (by relationship id); both memories stay."""
-        return serialize.relationship_json(await _call(mind.reject, id))
+        return serialize.relationship_json(await _call(amind.reject(id)))
 
     @server.tool()
     async def verify_memory(id: str, reason: str | None = None) -> dict[str, Any]:
         """Mark a memory verified knowledge (it ranks highest); ``reason`` is recorded."""
         if reason is None:
-            return await memory_json(await _call(mind.verify_memory, id))
-        return await memory_json(await _call(mind.verify_memory, id, reason=reason))
+            return await memory_json(await _call(amind.verify_memory(id)))
+        return await memory_json(await _call(amind.verify_memory(id, reason=reason)))
 
     @server.tool()
     async def reject_memory(id: str, reason: str) -> dict[str, Any]:
         """Reject a memory, with the reason: it is not knowledge and leaves normal recall."""
-        return await memory_json(await _call(mind.reject_memory, id, reason=reason))
+        return await memory_json(await _call(amind.reject_memory(id, reason=reason)))
 
     @server.tool()
     async def reinstate_memory(id: str, reason: str | None = None) -> dict[str, Any]:
         """Take a rejected or stale memory back into active knowledge."""
         if reason is None:
-            return await memory_json(await _call(mind.reinstate_memory, id))
-        return await memory_json(await _call(mind.reinstate_memory, id, reason=reason))
+            return await memory_json(await _call(amind.reinstate_memory(id)))
+        return await memory_json(await _call(amind.reinstate_memory(id, reason=reason)))
 
     @server.tool()
     async def health(rules: list[str] | None = None, limit: int = 100) -> dict[str, Any]:
@@ -488,13 +509,13 @@ def build_server(mind: Mind) -> NoemaServer:
         suggested action. ``rules`` runs only those (default all); ``limit`` caps
         the findings per rule.
         """
-        report = await _call(mind.health, rules=rules, limit=limit)
+        report = await _call(amind.health(rules=rules, limit=limit))
         return serialize.health_json(report)
 
     @server.tool()
     async def verify() -> dict[str, Any]:
         """Check the audit chain, its events, and every memory and edge against them."""
-        return serialize.verify_json(await _call(mind.verify))
+        return serialize.verify_json(await _call(amind.verify()))
 
     @server.tool()
     async def create_world(path: str) -> dict[str, Any]:
@@ -503,7 +524,7 @@ def build_server(mind: Mind) -> NoemaServer:
         An existing world is returned as it is. Memories go into it with
         ``remember(world=path)``; ``recall(world=path)`` looks inside it.
         """
-        return serialize.world_json(await _call(mind.create_world, path))
+        return serialize.world_json(await _call(amind.create_world(path)))
 
     @server.tool()
     async def list_worlds() -> dict[str, Any]:
@@ -512,17 +533,17 @@ def build_server(mind: Mind) -> NoemaServer:
         Each with its parent's path, name, active ``memories`` and ``links`` (the
         worlds a recall inside it also sees).
         """
-        return {"worlds": [serialize.world_json(w) for w in await _call(mind.worlds)]}
+        return {"worlds": [serialize.world_json(w) for w in await _call(amind.worlds())]}
 
     @server.tool()
     async def rename_world(path: str, name: str) -> dict[str, Any]:
         """Give the world at ``path`` a new ``name`` under the same parent."""
-        return serialize.world_json(await _call(mind.rename_world, path, name))
+        return serialize.world_json(await _call(amind.rename_world(path, name)))
 
     @server.tool()
     async def move_world(path: str, parent: str) -> dict[str, Any]:
         """Move the world at ``path``, and every world below it, under ``parent``."""
-        return serialize.world_json(await _call(mind.move_world, path, parent))
+        return serialize.world_json(await _call(amind.move_world(path, parent)))
 
     @server.tool()
     async def link_worlds(src: str, dst: str, unlink: bool = False) -> dict[str, Any]:
@@ -531,10 +552,10 @@ def build_server(mind: Mind) -> NoemaServer:
         Its memories come discounted per link followed (the ``link`` component).
         ``unlink`` removes the link instead.
         """
-        change = mind.unlink_worlds if unlink else mind.link_worlds
-        return serialize.world_json(await _call(change, src, dst))
+        change = amind.unlink_worlds if unlink else amind.link_worlds
+        return serialize.world_json(await _call(change(src, dst)))
 
-    subscriber = mind  # the federation tools' argument ``mind`` names the peer
+    subscriber = amind  # the federation tools' argument ``mind`` names the peer
 
     @server.tool()
     async def federate_add(name: str, mind: str, url: str | None = None) -> dict[str, Any]:
@@ -544,16 +565,16 @@ def build_server(mind: Mind) -> NoemaServer:
         and come discounted by the trust in that peer (``trust`` and ``hops``
         components). Nothing is ever written into the peer.
         """
-        return serialize.peer_json(await _call(subscriber.federate, name, mind=mind, url=url))
+        return serialize.peer_json(await _call(subscriber.federate(name, mind=mind, url=url)))
 
     @server.tool()
     async def federate_remove(name: str) -> dict[str, Any]:
         """End the subscription ``name``; returns it as it was."""
-        return serialize.peer_json(await _call(subscriber.unfederate, name))
+        return serialize.peer_json(await _call(subscriber.unfederate(name)))
 
     @server.tool()
     async def federate_list() -> dict[str, Any]:
         """The mind's subscriptions to peer minds, with the trust (10th percentile) in each."""
-        return {"peers": [serialize.peer_json(p) for p in await _call(subscriber.peers)]}
+        return {"peers": [serialize.peer_json(p) for p in await _call(subscriber.peers())]}
 
     return server

@@ -29,6 +29,11 @@ class Storage(Protocol):
 
     url: str
 
+    @property
+    def concurrency(self) -> int:
+        """How many transactions the store runs at once: the threads worth giving it."""
+        ...
+
     def transaction(self, *, write: bool = True) -> AbstractContextManager[Session]:
         """A session inside one transaction; ``write=False`` opens a read session."""
         ...

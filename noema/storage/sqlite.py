@@ -303,6 +303,11 @@ class SQLiteStorage:
                 raise StorageError(f"cannot open SQLite database {path}: {exc}") from exc
             raise
 
+    @property
+    def concurrency(self) -> int:
+        """One: every transaction runs on the one connection, behind its lock."""
+        return 1
+
     def schema_version(self) -> int:
         """The highest migration recorded in ``schema_migrations`` (0 when none)."""
         with self._lock:

@@ -273,6 +273,11 @@ class PostgresStorage:
         if self.pgvector:
             vectors.register_vector_types(conn)
 
+    @property
+    def concurrency(self) -> int:
+        """The pool's largest size (``pool_max``): each transaction holds one connection."""
+        return self.options.pool_max
+
     def schema_version(self) -> int:
         """The highest migration recorded in ``schema_migrations`` (0 when none)."""
         with self._pool.connection() as conn:
