@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from concepts import ROOT_WORLD, Event, Memory, RecallResult, Relationship, WorldInfo
+from concepts.episodes import EpisodeRecord, EpisodeStats
 from concepts.federation import Peer
 from noema.clock import iso
 from noema.memory.federation import trust_p10
@@ -26,6 +27,9 @@ from noema.memory.scoring import memory_tier, result_tier
 from noema.memory.verify import VerifyReport
 
 __all__ = [
+    "episode_json",
+    "episode_result_json",
+    "episode_stats_json",
     "event_json",
     "finding_json",
     "health_json",
@@ -203,3 +207,23 @@ def peer_json(peer: Peer) -> dict[str, Any]:
         "mean": peer.trust_mean,
         "created_at": iso(peer.created_at),
     }
+
+
+def episode_json(record: EpisodeRecord) -> dict[str, Any]:
+    """A recorded task episode: its memory id, time, status and every field of the episode."""
+    return {
+        "id": record.id,
+        "recorded_at": iso(record.recorded_at),
+        "status": record.status,
+        **record.episode.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def episode_result_json(result: RecallResult, *, world: str | None = None) -> dict[str, Any]:
+    """An episode recall's result: ``result_json`` with the episode it holds."""
+    return {**result_json(result, world=world), "episode": result.memory.payload.get("episode")}
+
+
+def episode_stats_json(stats: EpisodeStats) -> dict[str, Any]:
+    """Episode statistics: the posterior of every approach, tool, role and agent."""
+    return stats.model_dump(mode="json")

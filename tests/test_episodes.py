@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import test_cli
 from test_cli import Cli, assert_usage_error
+from test_mcp import Session, drive
 
 from concepts import MemoryKind, Relation, Status, score_reproduces
 from concepts.episodes import Episode, Outcome
@@ -443,3 +444,36 @@ def test_episode_filters_reach_every_lane(
     clock.advance(timedelta(minutes=1))
     found = mind.recall_episodes("rotate database credentials", role="ops", peek=True)
     assert len(found) == 1 and "vector" in found[0].components
+
+
+# ---------------------------------------------------------------- MCP
+
+
+def test_mcp_records_recalls_and_counts_episodes(mind: Mind) -> None:
+    async def script(s: Session) -> None:
+        won = await s.ok(
+            "record_episode",
+            task="Deploy the payments API",
+            outcome="success",
+            role="ops",
+            approach="blue-green",
+            actions=[{"tool": "kubectl", "arguments": "apply", "result": "ok"}],
+            rating=0.9,
+        )
+        assert won["outcome"] == "success" and won["actions"][0]["tool"] == "kubectl"
+        lost = await s.ok(
+            "record_episode", task="Deploy the payments API", outcome="failure", role="ops"
+        )
+        found = await s.ok("recall_episodes", query="deploy payments", prefer="failure")
+        assert [r["id"] for r in found["results"]] == [lost["id"], won["id"]]
+        assert found["results"][0]["episode"]["outcome"] == "failure"
+        assert "outcome" in found["results"][1]["components"]
+        stats = await s.ok("episode_stats", role="ops")
+        assert stats["episodes"] == 2 and stats["overall"]["successes"] == 1.0
+        error = await s.error("record_episode", task="t", outcome="success", rating=3)
+        assert "rating" in error and "\n" not in error
+        error = await s.error("record_episode", task="t", outcome="success", channel="operator")
+        assert "channel" in error
+
+    drive(mind, script)
+    assert len(mind.episodes()) == 2

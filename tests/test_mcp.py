@@ -46,6 +46,9 @@ TOOLS = {
     "federate_add",
     "federate_remove",
     "federate_list",
+    "record_episode",
+    "recall_episodes",
+    "episode_stats",
 }
 
 

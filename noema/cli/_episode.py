@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from concepts import RecallResult
-from concepts.episodes import EpisodeRecord, EpisodeStats, Posterior
+from concepts.episodes import EpisodeRecord, Posterior
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
@@ -27,24 +27,7 @@ __all__ = [
     "cmd_episode_record",
     "cmd_episode_show",
     "cmd_episode_stats",
-    "episode_json",
-    "stats_json",
 ]
-
-
-def episode_json(record: EpisodeRecord) -> dict[str, Any]:
-    """A recorded episode as JSON: its memory id, times, status and the episode."""
-    return {
-        "id": record.id,
-        "recorded_at": serialize.plain(record.recorded_at),
-        "status": record.status,
-        **record.episode.model_dump(mode="json", exclude_none=True),
-    }
-
-
-def stats_json(stats: EpisodeStats) -> dict[str, Any]:
-    """Episode statistics as JSON."""
-    return stats.model_dump(mode="json")
 
 
 def _line(record: EpisodeRecord) -> str:
@@ -101,7 +84,7 @@ def cmd_episode_record(args: argparse.Namespace) -> int:
         data = _from_flags(args)
     with open_mind(args) as mind:
         record = mind.record_episode(data, channel=args.channel)
-    render.reply(args.json, episode_json(record), f"recorded episode {_line(record)}")
+    render.reply(args.json, serialize.episode_json(record), f"recorded episode {_line(record)}")
     return EXIT_OK
 
 
@@ -118,7 +101,7 @@ def cmd_episode_list(args: argparse.Namespace) -> int:
         )
     render.reply(
         args.json,
-        [episode_json(r) for r in records],
+        [serialize.episode_json(r) for r in records],
         *([_line(r) for r in records] or ["no episodes"]),
     )
     return EXIT_OK
@@ -145,7 +128,7 @@ def cmd_episode_show(args: argparse.Namespace) -> int:
         )
     lines += [f"  learning: {item}" for item in episode.learnings]
     lines += [f"  artifact: {item}" for item in episode.artifacts]
-    render.reply(args.json, episode_json(record), *lines)
+    render.reply(args.json, serialize.episode_json(record), *lines)
     return EXIT_OK
 
 
@@ -164,7 +147,7 @@ def cmd_episode_recall(args: argparse.Namespace) -> int:
         )
     render.reply(
         args.json,
-        [{**serialize.result_json(r), "episode": r.memory.payload["episode"]} for r in results],
+        [serialize.episode_result_json(r) for r in results],
         *(render.result_lines([_one_line(r) for r in results]) if results else ["no episodes"]),
     )
     return EXIT_OK
@@ -202,5 +185,5 @@ def cmd_episode_stats(args: argparse.Namespace) -> int:
         if group:
             lines.append(f"{title}:")
             lines += [_posterior_line(item) for item in group]
-    render.reply(args.json, stats_json(stats), *lines)
+    render.reply(args.json, serialize.episode_stats_json(stats), *lines)
     return EXIT_OK

@@ -70,7 +70,9 @@ belongs to one; `recall` with `world` looks inside it, and with `known_at` asks
 what the mind knew at that time. Correct with `supersede` (a new version), `retract`
 (inaccurate, with a reason) or `reject_memory` (not knowledge, with a reason);
 confirm with `verify_memory`. `health` lists what to review; `proposals` what
-waits for a decision. Nothing is silently deleted.
+waits for a decision. After a task, `record_episode` what you did and how it
+went; before one, `recall_episodes` what worked (or failed) last time. Nothing
+is silently deleted.
 """
 
 
@@ -554,6 +556,92 @@ def build_server(mind: Mind) -> NoemaServer:
         """
         change = amind.unlink_worlds if unlink else amind.link_worlds
         return serialize.world_json(await _call(change(src, dst)))
+
+    @server.tool()
+    async def record_episode(
+        task: str,
+        outcome: Literal["success", "partial", "failure"],
+        role: str | None = None,
+        agent: str | None = None,
+        approach: str = "",
+        actions: list[dict[str, Any]] | None = None,
+        learnings: list[str] | None = None,
+        artifacts: list[str] | None = None,
+        rating: float | None = None,
+        run: str | None = None,
+        world: str = "",
+        tags: list[str] | None = None,
+        channel: WriteChannel = "tool",
+    ) -> dict[str, Any]:
+        """Record one agent run as a task episode: what was asked, how, and how it went.
+
+        ``actions`` are the tool calls, each ``{"tool", "arguments", "result",
+        "duration_ms", "failed"}`` (summaries of at most 500 characters);
+        ``rating`` is from 0 (worst) to 1 (best). ``recall_episodes`` then finds
+        it by meaning and outcome, and ``episode_stats`` counts it.
+        """
+        fields: dict[str, Any] = {
+            "task": task,
+            "outcome": outcome,
+            "role": role,
+            "agent": agent,
+            "approach": approach,
+            "actions": actions or [],
+            "learnings": learnings or [],
+            "artifacts": artifacts or [],
+            "rating": rating,
+            "run": run,
+            "world": world,
+            "tags": tags or [],
+        }
+        record = await _call(amind.record_episode(fields, channel=channel))
+        return serialize.episode_json(record)
+
+    @server.tool()
+    async def recall_episodes(
+        query: str,
+        role: str | None = None,
+        agent: str | None = None,
+        outcome: Literal["success", "partial", "failure"] | None = None,
+        tool: str | None = None,
+        prefer: Literal["success", "partial", "failure"] = "success",
+        world: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
+        """Episodes by meaning *and* outcome: "what worked last time for this kind of task".
+
+        Ranked by the usual components plus ``outcome`` (1 for an episode that
+        ended as ``prefer``) and ``rating``. ``outcome="failure"`` (or
+        ``prefer="failure"``) asks what failed. Filters: role, agent, outcome, tool, world.
+        """
+        results = await _call(
+            amind.recall_episodes(
+                query,
+                role=role,
+                agent=agent,
+                outcome=outcome,
+                tool=tool,
+                prefer=prefer,
+                world=world,
+                limit=limit,
+            )
+        )
+        return {"results": [serialize.episode_result_json(r) for r in results]}
+
+    @server.tool()
+    async def episode_stats(
+        role: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        world: str | None = None,
+    ) -> dict[str, Any]:
+        """Success rates per approach, tool, role and agent, as Beta posteriors.
+
+        Each entry: ``episodes``, ``successes`` (a partial outcome counts half),
+        ``failures``, posterior ``mean`` and 90% interval ``low``..``high``, mean ``rating``.
+        """
+        stats = await _call(amind.episode_stats(role=role, agent=agent, tool=tool, world=world))
+        return serialize.episode_stats_json(stats)
 
     subscriber = amind  # the federation tools' argument ``mind`` names the peer
 
