@@ -941,9 +941,7 @@ class Mind:
         """
         filters = self._episode_filters(role=role, agent=agent, tool=tool, world=world)
         memories = task_episodes.scan(self._engine, filters)
-        return task_episodes.stats(
-            (task_episodes.record_of(m, "").episode for m in memories), self.clock.now()
-        )
+        return task_episodes.stats(map(task_episodes.episode_of, memories), self.clock.now())
 
     def _episode_filters(self, *, world: str | None = None, **narrow: Any) -> RecallFilters:
         """Filters for episodes; ``world`` adds that world's subtree (not its links)."""

@@ -55,6 +55,7 @@ __all__ = [
     "PROCEDURE_TAG",
     "as_input",
     "distil",
+    "episode_of",
     "filters_for",
     "is_episode",
     "outcome_of",
@@ -114,9 +115,14 @@ def record_of(memory: Memory, world: str) -> EpisodeRecord:
     """
     if not is_episode(memory):
         raise NotFound(f"memory {memory.id} is not an episode")
-    own = [t for t in memory.tags if t not in episode_tags(_bare(memory))]
-    episode = Episode.model_validate(
-        {**memory.payload["episode"], "world": world, "tags": own, "at": memory.valid_from}
+    bare = _bare(memory)
+    derived = set(episode_tags(bare))
+    episode = bare.model_copy(
+        update={
+            "world": world,
+            "tags": tuple(t for t in memory.tags if t not in derived),
+            "at": memory.valid_from,
+        }
     )
     return EpisodeRecord(
         id=memory.id, episode=episode, recorded_at=memory.recorded_at, status=memory.status.value
@@ -124,7 +130,19 @@ def record_of(memory: Memory, world: str) -> EpisodeRecord:
 
 
 def _bare(memory: Memory) -> Episode:
+    """The episode in ``memory``'s payload, without its world, tags and time."""
     return Episode.model_validate(memory.payload["episode"])
+
+
+def episode_of(memory: Memory) -> Episode:
+    """The episode ``memory`` holds, for counting (world, tags and time left unset).
+
+    Raises:
+        NotFound: ``memory`` is not an episode.
+    """
+    if not is_episode(memory):
+        raise NotFound(f"memory {memory.id} is not an episode")
+    return _bare(memory)
 
 
 def outcome_of(value: Outcome | str, field: str = "outcome") -> Outcome:
