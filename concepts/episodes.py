@@ -10,13 +10,15 @@ outcome and tools filterable in every recall lane.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from concepts.models import (
+    MAX_PAYLOAD_CHARS,
     MAX_TAGS,
     Tags,
     Unit,
@@ -52,6 +54,8 @@ MAX_SUMMARY_CHARS = 500
 MAX_ACTIONS = 200
 MAX_ITEMS = 50
 MAX_EPISODE_TOOLS = 20
+#: Largest episode, as compact JSON: what a memory's payload holds, less room for its key.
+MAX_EPISODE_JSON = MAX_PAYLOAD_CHARS - 64
 
 
 class Outcome(StrEnum):
@@ -140,6 +144,16 @@ class Episode(BaseModel):
             raise ValueError(f"more than {MAX_EPISODE_TOOLS} distinct tools")
         return value
 
+    @model_validator(mode="after")
+    def _fits(self) -> Episode:
+        size = len(json.dumps(self.stored(), ensure_ascii=False, separators=(",", ":")))
+        if size > MAX_EPISODE_JSON:
+            raise ValueError(
+                f"episode is {size:,} characters as JSON, more than a memory's payload "
+                f"holds ({MAX_EPISODE_JSON:,}): summarise its actions more briefly"
+            )
+        return self
+
     @field_validator("learnings", "artifacts")
     @classmethod
     def _items(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -199,11 +213,10 @@ def render(episode: Episode) -> str:
         lines.append("Learnings: " + " ".join(f"- {item}" for item in episode.learnings))
     if episode.artifacts:
         lines.append("Artifacts: " + ", ".join(episode.artifacts))
-    # Two runs that went alike are two episodes: when (and which run) sets them apart.
-    ran = [f"{episode.at:%Y-%m-%d %H:%M:%S} UTC"] if episode.at is not None else []
-    ran += [f"run {episode.run}"] if episode.run else []
-    if ran:
-        lines.append(f"Ran: {', '.join(ran)}")
+    # Two runs that went alike are two episodes: the time sets them apart (the run's
+    # id stays in the payload, out of the text that is embedded and indexed).
+    if episode.at is not None:
+        lines.append(f"Ran: {episode.at:%Y-%m-%d %H:%M:%S} UTC")
     return "\n".join(lines)
 
 

@@ -116,6 +116,14 @@ def test_an_episode_object_and_a_mapping_record_alike(mind: Mind, clock: ManualC
         ),
         ({"task": "t", "outcome": "success", "tags": [f"x{i}" for i in range(31)]}, "tags"),
         ({"task": "x" * 2_001, "outcome": "success"}, "longer than"),
+        (
+            {
+                "task": "t",
+                "outcome": "success",
+                "actions": [{"tool": "x", "arguments": "a" * 500, "result": "b" * 500}] * 70,
+            },
+            "more than a memory's payload holds",
+        ),
     ],
 )
 def test_a_bad_episode_is_refused_naming_the_field_and_writes_nothing(

@@ -318,7 +318,10 @@ class Worlds:
 
 
 def _one_name(name: str) -> tuple[str]:
-    names = world_names(name)
+    try:
+        names = world_names(name)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="name") from None
     if len(names) != 1:
         raise InvalidInput(f"world name {name!r}: one name, without '/'")
     return (names[0],)
