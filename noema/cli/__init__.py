@@ -11,7 +11,8 @@ This module is the entry point (``noema = noema.cli:main``). The parser is in
 :mod:`noema.cli._federate` (federate ACTION),
 :mod:`noema.cli._maintenance` (decay, embed-missing, reindex, verify,
 checkpoint, export, import, stats, health, forget), :mod:`noema.cli._faces` (mcp, tui,
-shell) and :mod:`noema.cli._run_observe` (run, observe, over :mod:`noema.cli._run`).
+shell), :mod:`noema.cli._serve` (serve, the HTTP API) and
+:mod:`noema.cli._run_observe` (run, observe, over :mod:`noema.cli._run`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Each command's options are declared here; its handler (``args.handler``) is a
 ``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._world`,
 :mod:`noema.cli._federate`, :mod:`noema.cli._episode`,
-:mod:`noema.cli._maintenance`, :mod:`noema.cli._faces` or :mod:`noema.cli._run_observe`.
+:mod:`noema.cli._maintenance`, :mod:`noema.cli._faces`, :mod:`noema.cli._run_observe`
+or :mod:`noema.cli._serve`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from noema.cli._memory import (
 )
 from noema.cli._options import add_filters, choices, path, world_path
 from noema.cli._run_observe import cmd_observe, cmd_run
+from noema.cli._serve import cmd_serve
 from noema.cli._world import (
     cmd_world_create,
     cmd_world_link,
@@ -395,6 +397,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     # ------------------------------------------------ other faces: noema.cli._faces
     commands.add("mcp", cmd_mcp, "serve the mind's memory tools over MCP (stdio)", json=False)
+    p = commands.add(
+        "serve",
+        cmd_serve,
+        "serve minds over HTTP: REST + JSON, OpenAPI at /openapi.json, MCP per mind",
+        json=False,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, metavar="N", help="0: any free port")
+    p.add_argument(
+        "--tokens",
+        metavar="FILE",
+        type=path,
+        help="bearer tokens, one 'MIND TOKEN' line each; without it: no auth, loopback only",
+    )
+    p.add_argument(
+        "--new-token",
+        metavar="MIND",
+        help="add a new random token for MIND to the --tokens file, print it, and exit",
+    )
+    p.add_argument(
+        "--mind",
+        dest="serve_minds",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="serve this mind (repeatable; default: the tokens file's, else the global --mind)",
+    )
+    p.add_argument("--access-log", action="store_true", help="log every request on stderr")
     p = commands.add(
         "tui",
         cmd_tui,

@@ -1,0 +1,405 @@
+"""The Starlette application of ``noema serve``: routes, auth, errors, MCP, lifespan.
+
+``create_app(minds, tokens=...)`` serves minds that are already open (the CLI
+opens them, so a bad store or mind name is a one-line error before anything
+listens); the application owns them from then on and closes them when it stops.
+
+A request goes: token (401 when missing or unknown) → mind (404 when not
+served) → scope (403 when the token does not open that mind) → query string and
+body, checked against the route's models (400 for JSON that does not parse, 413
+past the size limit, 415 for another content type, 422 for a field that is
+missing, of the wrong type, out of range or unknown) → the mind, through
+``AsyncMind`` → JSON. Noema's errors map to statuses by :func:`status_of`; every
+error is one line of JSON, ``{"error": "...", "field": ...}``, and nothing was
+written. Without tokens (loopback only) each request's ``Host`` must be a
+loopback name, so a web page cannot reach the server through DNS rebinding.
+
+Each mind's MCP server (``noema.mcp.server.build_server``) is served over
+streamable HTTP at ``/v1/minds/{mind}/mcp`` by the SDK's session manager, behind
+the same token check; a session is bound to the token that opened it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import signal
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, get_origin
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from noema import __version__
+from noema.errors import (
+    ConfigError,
+    CrossMindError,
+    InvalidInput,
+    NoemaError,
+    NotFound,
+    PolicyViolation,
+    StorageError,
+    TemporalOrderError,
+    UsageError,
+    from_validation,
+)
+from noema.http._served import HttpError, Served, ServedMinds, error_response
+from noema.http.auth import Grant, Tokens, bearer, is_loopback
+from noema.http.openapi import MCP_PATH, Operation, build_document
+from noema.http.routes import OPERATIONS, Call
+from noema.mcp.server import build_server
+from noema.mind import Mind
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app", "listen", "serve", "status_of"]
+
+logger = logging.getLogger("noema.http")
+
+#: Largest request body, in bytes (a memory's content is at most 100,000 characters).
+DEFAULT_MAX_BODY = 1_048_576
+_OPEN = Grant(minds=frozenset(), client="open", open=True)
+_JSON_TYPE = re.compile(r"^application/([\w.+-]+\+)?json\s*(;.*)?$", re.IGNORECASE)
+
+
+def status_of(exc: NoemaError) -> int:
+    """The HTTP status of one of Noema's errors (``noema.errors``)."""
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, TemporalOrderError):
+        return 409
+    if isinstance(exc, InvalidInput | PolicyViolation | CrossMindError | ConfigError):
+        return 422
+    if isinstance(exc, UsageError):
+        return 400
+    if isinstance(exc, StorageError):
+        return 503
+    return 500
+
+
+def _validation(exc: ValidationError, *, where: str) -> HttpError:
+    """A 422 naming the first field that failed (``where``: ``body`` or ``query``)."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    field = ".".join(str(part) for part in first["loc"]) or None
+    message = str(first["msg"]).removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return HttpError(422, f"{field or where}: {message}{more}", field=field)
+
+
+class _Api:
+    """Authorises, parses and answers the requests of one application."""
+
+    def __init__(self, minds: ServedMinds, tokens: Tokens | None, max_body: int) -> None:
+        self.minds = minds
+        self.tokens = tokens
+        self.max_body = max_body
+        self.document: dict[str, Any] = build_document(OPERATIONS, version=__version__)
+
+    # ------------------------------------------------------------ who asks
+
+    def grant(self, headers: Mapping[str, str]) -> Grant:
+        """What the request's token opens (everything, on a server without tokens).
+
+        Raises:
+            HttpError: 401 without a token or with an unknown one; 421 when a
+                server without tokens is reached under a name that is not loopback.
+        """
+        if self.tokens is None:
+            host = headers.get("host", "")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if not is_loopback(name):
+                raise HttpError(421, f"host: served on loopback names only, not {host!r}")
+            return _OPEN
+        token = bearer(headers.get("authorization"))
+        challenge = {"WWW-Authenticate": 'Bearer realm="noema"'}
+        if token is None:
+            raise HttpError(401, "authorization: a bearer token is needed", headers=challenge)
+        grant = self.tokens.grant(token)
+        if grant is None:
+            raise HttpError(401, "authorization: the token is not known", headers=challenge)
+        return grant
+
+    def served(self, name: str, grant: Grant) -> Served:
+        """The mind ``name``, when it is served and the grant opens it.
+
+        Raises:
+            HttpError: 404 when it is not served, 403 when the grant does not open it.
+        """
+        served = self.minds.get(name)
+        if served is None:
+            raise HttpError(404, f"mind: no mind {name!r} is served here", field="mind")
+        if not grant.allows(name):
+            raise HttpError(403, f"mind: the token does not open mind {name!r}", field="mind")
+        return served
+
+    # ------------------------------------------------------------ what it asks
+
+    def query(self, model: type[BaseModel] | None, request: Request) -> Any:
+        """The query string checked against ``model`` (none allowed without one)."""
+        given = request.query_params
+        if model is None:
+            if given:
+                key = next(iter(given.keys()))
+                raise HttpError(422, f"{key}: this route takes no parameters", field=key)
+            return None
+        data: dict[str, Any] = {}
+        for key in given:
+            values = given.getlist(key)
+            info = model.model_fields.get(key)
+            if info is None:
+                raise HttpError(422, f"{key}: not a parameter of this route", field=key)
+            if get_origin(info.annotation) is list:
+                data[key] = values
+            elif len(values) > 1:
+                raise HttpError(422, f"{key}: given more than once", field=key)
+            else:
+                data[key] = values[0]
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise _validation(exc, where="query") from None
+
+    async def body(self, model: type[BaseModel] | None, request: Request) -> Any:
+        """The JSON body checked against ``model``; an empty body is ``{}``."""
+        if model is None:
+            return None
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise HttpError(413, f"body: larger than {self.max_body} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise HttpError(413, f"body: larger than {self.max_body} bytes")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            raw = b"{}"
+        else:
+            kind = request.headers.get("content-type", "")
+            if not _JSON_TYPE.match(kind):
+                raise HttpError(
+                    415, f"content-type: the body must be application/json, not {kind!r}"
+                )
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            if first["type"] == "json_invalid":
+                raise HttpError(400, f"body: not valid JSON ({first['msg']})") from None
+            raise _validation(exc, where="body") from None
+
+    # ------------------------------------------------------------ the answer
+
+    def endpoint(self, operation: Operation) -> Callable[[Request], Any]:
+        """The Starlette endpoint of one operation."""
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await self._answer(operation, request)
+            except HttpError as exc:
+                return exc.response()
+            except NoemaError as exc:
+                status = status_of(exc)
+                if status >= 500:
+                    logger.error("%s %s failed: %s", request.method, request.url.path, exc)
+                return error_response(status, str(exc), getattr(exc, "field", None))
+            except ValidationError as exc:  # raised inside a call, about its input
+                problem = from_validation(exc)
+                return error_response(422, str(problem), problem.field)
+            except Exception:
+                logger.exception("%s %s failed", request.method, request.url.path)
+                return error_response(500, "internal error: the server's log has the details")
+
+        answer.__name__ = operation.name
+        return answer
+
+    async def _answer(self, operation: Operation, request: Request) -> Response:
+        grant = self.grant(request.headers) if operation.auth else _OPEN
+        params = dict(request.path_params)
+        mind = params.pop("mind", None)
+        served = None if mind is None else self.served(mind, grant)
+        query = self.query(operation.query, request)
+        body = await self.body(operation.body, request)
+        call = Call(
+            served=served,
+            grant=grant,
+            params=params,
+            body=body,
+            query=query,
+            minds=tuple(self.minds.names),
+        )
+        result = await operation.handler(call)
+        if isinstance(result, Response):
+            return result
+        return JSONResponse(result, status_code=operation.status)
+
+
+class _McpEndpoint:
+    """Each mind's MCP endpoint: the token check, then the mind's session manager."""
+
+    def __init__(self, api: _Api) -> None:
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            grant = self.api.grant(request.headers)
+            served = self.api.served(str(request.path_params["mind"]), grant)
+        except HttpError as exc:
+            await exc.response()(scope, receive, send)
+            return
+        if not grant.open:  # the SDK binds a session to the credential that opened it
+            token = AccessToken(token=grant.client, client_id=grant.client, scopes=[served.name])
+            scope["user"] = AuthenticatedUser(token)
+        await served.mcp.handle_request(scope, receive, send)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    messages = {404: f"path: no route {request.url.path!r}", 405: "method: not allowed here"}
+    message = messages.get(exc.status_code, str(exc.detail))
+    return error_response(exc.status_code, message, headers=exc.headers)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return error_response(500, "internal error: the server's log has the details")
+
+
+def create_app(
+    minds: Mapping[str, Mind],
+    *,
+    tokens: Tokens | None,
+    host: str = "127.0.0.1",
+    max_body: int = DEFAULT_MAX_BODY,
+    on_ready: Callable[[], object] | None = None,
+) -> Starlette:
+    """The application serving ``minds`` (by name), which it closes when it stops.
+
+    Args:
+        minds: open minds by the name their routes use.
+        tokens: the grants of the tokens file; ``None`` serves without auth,
+            which only a loopback ``host`` may.
+        host: the address the server listens on.
+        max_body: the largest request body, in bytes.
+        on_ready: called once every mind's MCP endpoint runs.
+
+    Raises:
+        UsageError: no tokens on a host that is not loopback.
+        ConfigError: a mind's name holds a ``/``, which a path cannot carry.
+    """
+    if tokens is None and not is_loopback(host):
+        raise UsageError(
+            f"serve: refusing to serve {host} without auth: pass --tokens FILE "
+            "(make one with --new-token MIND)"
+        )
+    for name in minds:
+        if "/" in name:
+            raise ConfigError(f"serve: the mind {name!r} holds '/', which a URL path cannot carry")
+    served = ServedMinds(minds)
+    for one in served:
+        server = build_server(one.amind.mind)
+        server.streamable_http_app(host=host)  # builds the session manager
+        one.mcp = server.session_manager
+    api = _Api(served, tokens, max_body)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for one in served:
+                    await stack.enter_async_context(one.mcp.run())
+                if on_ready is not None:
+                    on_ready()
+                yield
+        finally:
+            await served.aclose()
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(api.document)
+
+    routes = [
+        Route(op.path, api.endpoint(op), methods=[op.method], name=op.name) for op in OPERATIONS
+    ]
+    routes.append(Route("/openapi.json", openapi, methods=["GET"], name="openapi"))
+    routes.append(Route(MCP_PATH, _McpEndpoint(api), methods=["GET", "POST", "DELETE"], name="mcp"))
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
+    app.router.redirect_slashes = False  # an API answers the path it was asked, or 404
+    app.state.minds = served
+    app.state.document = api.document
+    return app
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host``:``port`` (0: any free port), for :func:`serve`.
+
+    Made with the protocol named (``IPPROTO_TCP``): asyncio sets ``TCP_NODELAY``
+    only on such sockets, and without it each reply's body waits out the
+    client's delayed ACK (about 40 ms).
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(
+    app: Starlette,
+    sock: socket.socket,
+    *,
+    log_level: str = "warning",
+    access_log: bool = False,
+) -> None:
+    """Run ``app`` with uvicorn on the listening socket ``sock`` until SIGINT or SIGTERM.
+
+    Either signal stops it cleanly: requests under way finish (for up to 5
+    seconds), the minds are closed, and it returns (uvicorn alone would then
+    raise the signal again, so the process would die of it).
+    """
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            stops = (signal.SIGINT, signal.SIGTERM)
+            saved = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
+            try:
+                yield
+            finally:
+                for sig, handler in saved.items():
+                    signal.signal(sig, handler)
+
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_level=log_level,
+        access_log=access_log,
+        timeout_graceful_shutdown=5,
+        ws="none",
+    )
+    Server(config).run(sockets=[sock])
