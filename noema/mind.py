@@ -339,8 +339,9 @@ class Mind:
 
     @checked
     def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
-        """Write ``content`` as the new version of ``old_id`` (same kind and key unless given)."""
+        """Write ``content`` as the new version of ``old_id`` (same kind, key and world unless given)."""
         old = self.get(old_id)
+        fields.setdefault("world", self.world_path(old.world))
         fields.setdefault("kind", old.kind)
         fields.setdefault("key", old.key)
         fields.setdefault("epistemic", old.epistemic)

@@ -116,6 +116,15 @@ def test_the_same_content_in_two_worlds_is_two_memories_and_keys_stand_per_world
     assert mind.verify().ok
 
 
+def test_a_new_version_stays_in_its_world_unless_moved_on_purpose(mind: Mind) -> None:
+    old = mind.remember("the office opens at nine", world="acme/ops")
+    new = mind.supersede(old.id, "the office opens at ten")
+    assert mind.world_path(new.world) == "acme/ops"
+    assert mind.get(old.id).status == Status.SUPERSEDED
+    moved = mind.supersede(new.id, "the office opens at eleven", world="globex")
+    assert mind.world_path(moved.world) == "globex"
+
+
 def test_recall_inside_a_world_never_reaches_a_sibling_at_scale(mind: Mind) -> None:
     # 20 teams of 20 memories, all about the same topic: 400 memories.
     items = [
