@@ -156,8 +156,12 @@ def measure(embedder: str, runs: int, warmup: int) -> dict[str, dict[str, float]
                                 times[mode, kind].append(value)
             finally:
                 loop.close()
-            if recorder.errors or len(recorder.episodes) != 2 * (warmup + runs) * len(MODES):
+            expected = 2 * (warmup + runs) * len(MODES)
+            if recorder.errors or len(recorder.episodes) != expected:
                 raise SystemExit(f"the recorder failed: {recorder.errors[:3]}")
+            # Each timed write (every other record: the skipped ones repeat the last) is new.
+            if len({record.id for record in recorder.episodes[::2]}) != expected // 2:
+                raise SystemExit("runs were merged into one episode: the writes were not timed")
         finally:
             mind.close()
     return {mode: {kind: statistics.median(times[mode, kind]) for kind in KINDS} for mode in MODES}

@@ -213,10 +213,12 @@ def render(episode: Episode) -> str:
         lines.append("Learnings: " + " ".join(f"- {item}" for item in episode.learnings))
     if episode.artifacts:
         lines.append("Artifacts: " + ", ".join(episode.artifacts))
-    # Two runs that went alike are two episodes: the time sets them apart (the run's
-    # id stays in the payload, out of the text that is embedded and indexed).
-    if episode.at is not None:
-        lines.append(f"Ran: {episode.at:%Y-%m-%d %H:%M:%S} UTC")
+    # Two runs that went alike are two episodes, not one reinforced memory: when (to
+    # the second) and which run set them apart, since identical content is one memory.
+    ran = [f"{episode.at:%Y-%m-%d %H:%M:%S} UTC"] if episode.at is not None else []
+    ran += [f"run {episode.run}"] if episode.run else []
+    if ran:
+        lines.append(f"Ran: {', '.join(ran)}")
     return "\n".join(lines)
 
 

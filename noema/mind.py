@@ -339,7 +339,10 @@ class Mind:
 
     @checked
     def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
-        """Write ``content`` as the new version of ``old_id`` (same kind, key and world unless given)."""
+        """Write ``content`` as the new version of ``old_id``.
+
+        Same kind, key, epistemic kind, channel and world as the old one, unless given.
+        """
         old = self.get(old_id)
         fields.setdefault("world", self.world_path(old.world))
         fields.setdefault("kind", old.kind)

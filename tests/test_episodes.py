@@ -99,6 +99,13 @@ def test_an_episode_object_and_a_mapping_record_alike(mind: Mind, clock: ManualC
     second = mind.record_episode({"task": "Summarise the incident", "outcome": "success"})
     assert second.id != first.id  # two runs that went alike are two episodes
     assert len(mind.episodes()) == 2
+    # In the same second, their run ids set two runs apart; without one, it is one memory.
+    runs = [
+        mind.record_episode(task="Poll the queue", outcome="success", run=f"r{i}") for i in (1, 2)
+    ]
+    assert runs[0].id != runs[1].id
+    same = [mind.record_episode(task="Poll the queue", outcome="success") for _ in range(2)]
+    assert same[0].id == same[1].id
 
 
 @pytest.mark.parametrize(
