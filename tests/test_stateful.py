@@ -81,8 +81,9 @@ START = datetime.fromisoformat("2026-01-01T12:00:00+00:00")
 
 EXAMPLES_VARIABLE = "NOEMA_STATEFUL_EXAMPLES"
 STEPS_VARIABLE = "NOEMA_STATEFUL_STEPS"
-#: The CI slice: per backend, 30 sequences of 15 steps (enough that each rule is done).
-CI_EXAMPLES = 50
+#: The CI slice: per backend, 100 sequences of 15 steps (enough that each rule is done,
+#: with a margin: at 50, approving a proposal was reached by two sequences or none).
+CI_EXAMPLES = 100
 CI_STEPS = 15
 
 # ---------------------------------------------------------------- vocabulary
