@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -473,8 +474,19 @@ def test_the_topics_are_found_in_40_60_and_400_episodes(open_mind: OpenMind, cou
     # group by: 40 episodes gave 4 groups, 60 or 400 gave none (every topic word cut).
     mind = open_mind()
     pairs = topic_texts(count)
+    # A second apart, as episodes come: one batch at one instant is ordered by its
+    # random ids, and the grouping of such a batch can differ from run to run.
+    start = mind.clock.now() - timedelta(seconds=count)
     written = mind.remember_many(
-        [{"content": text, "kind": "episodic", "epistemic": "observation"} for _, text in pairs]
+        [
+            {
+                "content": text,
+                "kind": "episodic",
+                "epistemic": "observation",
+                "at": start + timedelta(seconds=index),
+            }
+            for index, (_, text) in enumerate(pairs)
+        ]
     )
     topic = {m.id: t for m, (t, _) in zip(written, pairs, strict=True)}
     plans = plan_groups(written)
