@@ -178,7 +178,7 @@ class Sleepy(Process):
     name = "sleepy"
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
-        await asyncio.sleep(5)
+        await asyncio.sleep(30)
         return []
 
 
@@ -186,9 +186,9 @@ def test_a_failing_process_is_reported_quarantined_and_the_mind_keeps_running(
     mind: Mind, clock: ManualClock
 ) -> None:
     async def run() -> list[list[str]]:
-        # Sleepy (5 s) always overruns the timeout; attend's write on a loaded
-        # PostgreSQL must not (0.05 s was seen to be too short for it).
-        workspace = mind.workspace([Attend(), Retrieve(), Broken(), Sleepy()], timeout=1.0)
+        # Sleepy (30 s) always overruns the timeout; attend's write and retrieve's
+        # recall on a loaded PostgreSQL must not (0.05 s was seen to be too short).
+        workspace = mind.workspace([Attend(), Retrieve(), Broken(), Sleepy()], timeout=2.5)
         failures = []
         for n in range(4):
             clock.advance(minutes=1)

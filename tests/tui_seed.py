@@ -66,7 +66,7 @@ def seed(mind: Mind, clock: ManualClock) -> Seeded:
         mind.recall("billing import job", limit=1)
 
     async def cycles() -> None:
-        workspace = mind.workspace([Attend(), Retrieve(), Flaky()], timeout=1.0)
+        workspace = mind.workspace([Attend(), Retrieve(), Flaky()])
         for text in (
             "Ada says the billing import failed last night",
             "Maya asks for a review of the billing retry change",
