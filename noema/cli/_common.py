@@ -1,11 +1,16 @@
-"""What the commands share: exit statuses and opening the mind."""
+"""What the commands share: exit statuses and opening the mind.
+
+The mind is imported when a command opens it: :mod:`noema.cli` reads the exit
+statuses from here, and ``noema --help`` must not load the mind.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from noema.config import Settings
-from noema.mind import Mind
+if TYPE_CHECKING:
+    from noema.mind import Mind
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "last_seq", "open_mind"]
 
@@ -23,6 +28,9 @@ def open_mind(args: argparse.Namespace) -> Mind:
     Returns:
         The open mind; the caller closes it (``with open_mind(args) as mind``).
     """
+    from noema.config import Settings
+    from noema.mind import Mind
+
     settings = Settings.from_env()
     name = args.mind or settings.mind
     config = None

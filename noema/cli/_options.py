@@ -1,14 +1,72 @@
-"""Argument types and option groups that more than one command uses."""
+"""Argument types and option groups that more than one command uses.
+
+Nothing here imports the vocabulary at import time: building the parser must stay
+cheap (``noema --help`` loads neither pydantic nor the mind), so an option's
+``choices`` are :class:`Choices`, read from :mod:`concepts` the first time argparse
+looks at them, and :func:`world_path` imports its check when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Iterator, Sequence
 from enum import Enum
-from typing import Any
+from functools import cached_property
+from typing import Any, overload
 
-from concepts import Channel, Epistemic, MemoryKind, Status, normalise_world_path
+__all__ = [
+    "Choices",
+    "add_filters",
+    "choices",
+    "filter_fields",
+    "given",
+    "path",
+    "world_path",
+]
 
-__all__ = ["add_filters", "choices", "filter_fields", "given", "path", "world_path"]
+
+class Choices(Sequence[str]):
+    """The values an option accepts, looked up the first time they are needed.
+
+    ``Choices("concepts", "MemoryKind")`` stands for the values of that enum (or
+    that tuple of names); argparse reads it when it checks a value or formats the
+    option's help, that is when the command is used, never when the parser is built.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module, self._name = module, name
+
+    @cached_property
+    def _values(self) -> tuple[str, ...]:
+        source = getattr(importlib.import_module(self._module), self._name)
+        if isinstance(source, type) and issubclass(source, Enum):
+            return tuple(e.value for e in source)
+        return tuple(source)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._values[index]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values
+
+    def __repr__(self) -> str:
+        return f"Choices({self._module!r}, {self._name!r})"
+
+
+def choices(enum: str) -> Choices:
+    """The values of the :mod:`concepts` enum named ``enum``, as ``choices=`` of an option."""
+    return Choices("concepts", enum)
 
 
 def path(text: str) -> str:
@@ -32,23 +90,20 @@ def world_path(text: str) -> str:
     Raises:
         argparse.ArgumentTypeError: a name of the path is not a world name, or it is too deep.
     """
+    from concepts import normalise_world_path
+
     try:
         return normalise_world_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def choices(enum: type[Enum]) -> list[str]:
-    """The values of ``enum``, as ``choices=`` of an option."""
-    return [e.value for e in enum]
-
-
 def add_filters(p: argparse.ArgumentParser) -> None:
     """Add the filter options of ``recall`` and ``forget`` (read by :func:`filter_fields`)."""
-    p.add_argument("--kind", action="append", default=[], choices=choices(MemoryKind))
-    p.add_argument("--epistemic", action="append", default=[], choices=choices(Epistemic))
-    p.add_argument("--status", action="append", default=[], choices=choices(Status))
-    p.add_argument("--channel", action="append", default=[], choices=choices(Channel))
+    p.add_argument("--kind", action="append", default=[], choices=choices("MemoryKind"))
+    p.add_argument("--epistemic", action="append", default=[], choices=choices("Epistemic"))
+    p.add_argument("--status", action="append", default=[], choices=choices("Status"))
+    p.add_argument("--channel", action="append", default=[], choices=choices("Channel"))
     p.add_argument("--tag", action="append", default=[], metavar="T")
     p.add_argument("--since", metavar="ISO", help="recorded at or after")
     p.add_argument("--until", metavar="ISO", help="recorded before")

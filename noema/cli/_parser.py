@@ -4,70 +4,22 @@ Each command's options are declared here; its handler (``args.handler``) is a
 ``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._world`,
 :mod:`noema.cli._federate`, :mod:`noema.cli._episode`,
 :mod:`noema.cli._maintenance`, :mod:`noema.cli._faces`, :mod:`noema.cli._run_observe`
-or :mod:`noema.cli._serve`.
+or :mod:`noema.cli._serve`, named here and imported only when it runs (a
+:class:`Command`), so that building the parser imports neither the mind nor
+pydantic: ``noema --help`` and a bad command line answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from concepts import Channel, Epistemic, Lifecycle, MemoryKind, Relation
-from concepts.episodes import Outcome
-from noema.cli._episode import (
-    cmd_episode_list,
-    cmd_episode_recall,
-    cmd_episode_record,
-    cmd_episode_show,
-    cmd_episode_stats,
-)
-from noema.cli._faces import cmd_mcp, cmd_shell, cmd_tui
-from noema.cli._federate import (
-    cmd_federate_add,
-    cmd_federate_feedback,
-    cmd_federate_list,
-    cmd_federate_remove,
-)
-from noema.cli._maintenance import (
-    cmd_checkpoint,
-    cmd_decay,
-    cmd_embed_missing,
-    cmd_export,
-    cmd_forget,
-    cmd_health,
-    cmd_import,
-    cmd_reindex,
-    cmd_stats,
-    cmd_verify,
-)
-from noema.cli._memory import (
-    cmd_decide,
-    cmd_events,
-    cmd_feedback,
-    cmd_lifecycle,
-    cmd_proposals,
-    cmd_recall,
-    cmd_relate,
-    cmd_remember,
-    cmd_retract,
-    cmd_show,
-)
-from noema.cli._options import add_filters, choices, path, world_path
-from noema.cli._run_observe import cmd_observe, cmd_run
-from noema.cli._serve import cmd_serve
-from noema.cli._world import (
-    cmd_world_create,
-    cmd_world_link,
-    cmd_world_list,
-    cmd_world_move,
-    cmd_world_rename,
-    cmd_world_show,
-)
+from noema.cli._options import Choices, add_filters, choices, path, world_path
 from noema.errors import UsageError
-from noema.memory.health import RULES
 
-__all__ = ["Parser", "build_parser"]
+__all__ = ["Command", "Parser", "build_parser"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,8 +34,48 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.removeprefix("noema").strip()
         raise UsageError(f"{command}: {message}" if command else message)
 
+    def add_argument(self, *name_or_flags: str, **kwargs: Any) -> argparse.Action:
+        """Add an argument as argparse does, leaving :class:`Choices` unread until used.
+
+        argparse formats a new option's usage at once, which would read its choices
+        (and import their module) while the parser is being built.
+        """
+        choices = kwargs.get("choices")
+        if isinstance(choices, Choices):
+            del kwargs["choices"]
+        action = super().add_argument(*name_or_flags, **kwargs)
+        if isinstance(choices, Choices):
+            action.choices = choices
+        return action
+
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class Command:
+    """A command's handler, ``"_memory.cmd_recall"``: a function of a module of :mod:`noema.cli`.
+
+    Its module is imported when the command runs, not when the parser is built.
+    """
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"Command({self.target!r})"
+
+    def resolve(self) -> Handler:
+        """The handler itself (its module imported now)."""
+        module, _, name = self.target.rpartition(".")
+        handler: Handler = getattr(importlib.import_module(f"noema.cli.{module}"), name)
+        return handler
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        """Run the command on the parsed command line; its exit status."""
+        return self.resolve()(args)
+
 
 #: ``--json`` on a command: ``True``, or the option's help text.
 JsonOption = bool | str
@@ -98,11 +90,14 @@ class _Commands:
         self._json: list[tuple[argparse.ArgumentParser, str | None]] = []
 
     def add(
-        self, name: str, handler: Handler, help: str, *, json: JsonOption = True, **defaults: Any
+        self, name: str, handler: str, help: str, *, json: JsonOption = True, **defaults: Any
     ) -> argparse.ArgumentParser:
-        """A sub-command ``name`` run by ``handler``; ``defaults`` go into its namespace."""
+        """A sub-command ``name`` run by ``handler`` (a :class:`Command`'s target).
+
+        ``defaults`` go into its namespace.
+        """
         p = self._group.add_parser(name, help=help)
-        p.set_defaults(handler=handler, **defaults)
+        p.set_defaults(handler=Command(handler), **defaults)
         if json:
             self._json.append((p, json if isinstance(json, str) else None))
         return p
@@ -133,12 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = _Commands(parser, "command", "COMMAND")  # listed by --help in this order
 
     # ------------------------------------------------ memories: noema.cli._memory
-    p = commands.add("remember", cmd_remember, "remember something (or a JSONL file of things)")
+    p = commands.add(
+        "remember", "_memory.cmd_remember", "remember something (or a JSONL file of things)"
+    )
     p.add_argument("text", nargs="?", help="what to remember")
     p.add_argument("--file", metavar="F.jsonl", type=path, help="one JSON object per line")
-    p.add_argument("--kind", choices=choices(MemoryKind))
-    p.add_argument("--epistemic", choices=choices(Epistemic))
-    p.add_argument("--channel", choices=choices(Channel))
+    p.add_argument("--kind", choices=choices("MemoryKind"))
+    p.add_argument("--epistemic", choices=choices("Epistemic"))
+    p.add_argument("--channel", choices=choices("Channel"))
     p.add_argument("--key", metavar="KEY", help="subject key; a new value supersedes the old")
     p.add_argument("--importance", type=float, metavar="X")
     p.add_argument("--confidence", type=float, metavar="X")
@@ -156,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(recommended for chat-log imports)",
     )
 
-    p = commands.add("recall", cmd_recall, "recall memories, with the components of each score")
+    p = commands.add(
+        "recall", "_memory.cmd_recall", "recall memories, with the components of each score"
+    )
     p.add_argument("query", help="what to look for")
     p.add_argument("--limit", type=int, default=10, metavar="N")
     p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
@@ -176,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--lifecycle",
         action="append",
         default=[],
-        choices=choices(Lifecycle),
+        choices=choices("Lifecycle"),
         help="only memories in this lifecycle (repeatable; default: all but rejected)",
     )
     p.add_argument("--key", metavar="KEY")
@@ -204,33 +203,37 @@ def build_parser() -> argparse.ArgumentParser:
     memory = commands.group(
         "memory", "inspect and correct single memories", "memory_command", "ACTION"
     )
-    p = memory.add("show", cmd_show, "a memory with its relationships and events")
+    p = memory.add("show", "_memory.cmd_show", "a memory with its relationships and events")
     p.add_argument("id")
     p.add_argument(
         "--known-at", metavar="ISO", help="the memory as the mind knew it then (status, validity)"
     )
-    p = memory.add("retract", cmd_retract, "mark a memory inaccurate (kept for provenance)")
+    p = memory.add(
+        "retract", "_memory.cmd_retract", "mark a memory inaccurate (kept for provenance)"
+    )
     p.add_argument("id")
     p.add_argument("--reason", required=True)
-    p = memory.add("relate", cmd_relate, "add an edge: SRC RELATION DST")
+    p = memory.add("relate", "_memory.cmd_relate", "add an edge: SRC RELATION DST")
     p.add_argument("src")
-    p.add_argument("relation", choices=choices(Relation))
+    p.add_argument("relation", choices=choices("Relation"))
     p.add_argument("dst")
     p.add_argument("--confidence", type=float, default=1.0, metavar="X")
-    p = memory.add("feedback", cmd_feedback, "rate a memory from -1 (wrong, useless) to 1")
+    p = memory.add(
+        "feedback", "_memory.cmd_feedback", "rate a memory from -1 (wrong, useless) to 1"
+    )
     p.add_argument("id")
     p.add_argument("value", type=float)
     p.add_argument("--note")
     memory.add(
         "proposals",
-        cmd_proposals,
+        "_memory.cmd_proposals",
         "pending proposals (same_as, supersedes, contradicts), oldest first, with evidence",
     )
-    p = memory.add("approve", cmd_decide, "approve a pending proposal", approve=True)
+    p = memory.add("approve", "_memory.cmd_decide", "approve a pending proposal", approve=True)
     p.add_argument("id", help="the proposal's relationship id")
     p = memory.add(
         "reject",
-        cmd_decide,
+        "_memory.cmd_decide",
         "reject a pending proposal, or a memory (it leaves normal recall)",
         approve=False,
     )
@@ -244,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("verify", "mark a memory verified knowledge"),
         ("reinstate", "take a rejected or stale memory back into active knowledge"),
     ):
-        p = memory.add(name, cmd_lifecycle, text, lifecycle_action=name)
+        p = memory.add(name, "_memory.cmd_lifecycle", text, lifecycle_action=name)
         p.add_argument("id")
         p.add_argument("--reason", help="recorded in the operator action")
     memory.add_json_options()
@@ -252,45 +255,49 @@ def build_parser() -> argparse.ArgumentParser:
     world = commands.group(
         "world", "the tree of worlds memories live in", "world_command", "ACTION"
     )
-    p = world.add("create", cmd_world_create, "a world, with its missing parents")
+    p = world.add("create", "_world.cmd_world_create", "a world, with its missing parents")
     p.add_argument("path", type=world_path, metavar="PATH")
-    world.add("list", cmd_world_list, "every world, as a tree")
-    p = world.add("show", cmd_world_show, "a world: parent, memories and links")
+    world.add("list", "_world.cmd_world_list", "every world, as a tree")
+    p = world.add("show", "_world.cmd_world_show", "a world: parent, memories and links")
     p.add_argument("path", type=world_path, metavar="PATH")
-    p = world.add("rename", cmd_world_rename, "give a world a new name under the same parent")
+    p = world.add(
+        "rename", "_world.cmd_world_rename", "give a world a new name under the same parent"
+    )
     p.add_argument("path", type=world_path, metavar="PATH")
     p.add_argument("name", metavar="NAME")
-    p = world.add("move", cmd_world_move, "put a world (and all below it) under another")
+    p = world.add("move", "_world.cmd_world_move", "put a world (and all below it) under another")
     p.add_argument("path", type=world_path, metavar="PATH")
     p.add_argument("parent", type=world_path, metavar="PARENT")
     for name, text in (
         ("link", "let recall in SRC see DST (a refers_to link)"),
         ("unlink", "remove the link from SRC to DST"),
     ):
-        p = world.add(name, cmd_world_link, text, unlink=name == "unlink")
+        p = world.add(name, "_world.cmd_world_link", text, unlink=name == "unlink")
         p.add_argument("src", type=world_path, metavar="SRC")
         p.add_argument("dst", type=world_path, metavar="DST")
     world.add_json_options()
 
-    p = commands.add("events", cmd_events, "the event log, newest last")
+    p = commands.add("events", "_memory.cmd_events", "the event log, newest last")
     p.add_argument("--memory", metavar="ID")
     p.add_argument("--kind", action="append", default=[])
     p.add_argument("--limit", type=int, metavar="N")
 
     # ------------------------------------------------ the whole mind: noema.cli._maintenance
-    commands.add("decay", cmd_decay, "lower activation over time (never deletes)")
+    commands.add("decay", "_maintenance.cmd_decay", "lower activation over time (never deletes)")
     commands.add(
         "embed-missing",
-        cmd_embed_missing,
+        "_maintenance.cmd_embed_missing",
         "embed the memories that have no vector under the embedder's model",
     )
     commands.add(
         "reindex",
-        cmd_reindex,
+        "_maintenance.cmd_reindex",
         "rebuild entity links and expanded keys (graph, keys lanes) and world vectors",
     )
     p = commands.add(
-        "verify", cmd_verify, "check the audit chain, and every memory and edge against its events"
+        "verify",
+        "_maintenance.cmd_verify",
+        "check the audit chain, and every memory and edge against its events",
     )
     p.add_argument(
         "--against",
@@ -300,42 +307,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = commands.add(
         "checkpoint",
-        cmd_checkpoint,
+        "_maintenance.cmd_checkpoint",
         "write the audit chain's head (to FILE or stdout); keep it outside the database",
         json=False,
     )
     p.add_argument("file", nargs="?", type=path)
     p = commands.add(
-        "export", cmd_export, "write the mind as JSONL (to FILE or stdout)", json=False
+        "export",
+        "_maintenance.cmd_export",
+        "write the mind as JSONL (to FILE or stdout)",
+        json=False,
     )
     p.add_argument("file", nargs="?", type=path)
     p.add_argument(
         "--world", type=world_path, metavar="PATH", help="only this world and those below it"
     )
-    p = commands.add("import", cmd_import, "restore an export into an empty mind")
+    p = commands.add("import", "_maintenance.cmd_import", "restore an export into an empty mind")
     p.add_argument("file", type=path)
-    commands.add("stats", cmd_stats, "memory counts by kind and status")
+    commands.add("stats", "_maintenance.cmd_stats", "memory counts by kind and status")
     p = commands.add(
-        "health", cmd_health, "what to review, merge, refresh or add: findings by rule"
+        "health",
+        "_maintenance.cmd_health",
+        "what to review, merge, refresh or add: findings by rule",
     )
     p.add_argument(
         "--rule",
         action="append",
         default=[],
-        choices=RULES,
+        choices=Choices("noema.memory.health", "RULES"),
         metavar="NAME",
-        help=f"run only this rule (repeatable): {', '.join(RULES)}",
+        help="run only this rule (repeatable): %(choices)s",
     )
     p.add_argument("--limit", type=int, default=100, metavar="N", help="most findings per rule")
     p.add_argument(
         "--world", type=world_path, metavar="PATH", help="only this world and those below it"
     )
-    commands.add("shell", cmd_shell, "an interactive remember/recall session", json=False)
+    commands.add("shell", "_faces.cmd_shell", "an interactive remember/recall session", json=False)
 
     # ------------------------------------------------ the workspace: noema.cli._run_observe
     p = commands.add(
         "run",
-        cmd_run,
+        "_run_observe.cmd_run",
         "run the mind: observations (JSONL on stdin or --input) through the workspace",
         json="print the events of each cycle as JSON",
     )
@@ -349,14 +361,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--until-idle", action="store_true", help="after the input, cycle until nothing wins"
     )
-    p = commands.add("observe", cmd_observe, "one observation through one workspace cycle")
+    p = commands.add(
+        "observe", "_run_observe.cmd_observe", "one observation through one workspace cycle"
+    )
     p.add_argument("text")
-    p.add_argument("--channel", choices=choices(Channel), default=Channel.USER.value)
+    p.add_argument("--channel", choices=choices("Channel"), default="user")
 
     # ------------------------------------------------ forget: noema.cli._maintenance
     p = commands.add(
         "forget",
-        cmd_forget,
+        "_maintenance.cmd_forget",
         "delete memories for good (privacy): ids, --key, --containing or filters",
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
@@ -377,15 +391,21 @@ def build_parser() -> argparse.ArgumentParser:
         "federate_command",
         "ACTION",
     )
-    p = federate.add("add", cmd_federate_add, "subscribe to a peer mind (this store's, or --url's)")
+    p = federate.add(
+        "add", "_federate.cmd_federate_add", "subscribe to a peer mind (this store's, or --url's)"
+    )
     p.add_argument("name", help="the subscription's name in this mind")
     p.add_argument("--mind", dest="peer_mind", required=True, metavar="PEER", help="its mind")
     p.add_argument("--url", metavar="URL", help="the peer's store (default: this one)")
-    p = federate.add("remove", cmd_federate_remove, "end a subscription (its trust goes too)")
-    p.add_argument("name")
-    federate.add("list", cmd_federate_list, "the subscriptions, with the trust in each")
     p = federate.add(
-        "feedback", cmd_federate_feedback, "rate a peer's results from -1 to 1 (moves its trust)"
+        "remove", "_federate.cmd_federate_remove", "end a subscription (its trust goes too)"
+    )
+    p.add_argument("name")
+    federate.add("list", "_federate.cmd_federate_list", "the subscriptions, with the trust in each")
+    p = federate.add(
+        "feedback",
+        "_federate.cmd_federate_feedback",
+        "rate a peer's results from -1 to 1 (moves its trust)",
     )
     p.add_argument("name")
     p.add_argument("value", type=float)
@@ -396,10 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_episode_commands(commands)
 
     # ------------------------------------------------ other faces: noema.cli._faces
-    commands.add("mcp", cmd_mcp, "serve the mind's memory tools over MCP (stdio)", json=False)
+    commands.add(
+        "mcp", "_faces.cmd_mcp", "serve the mind's memory tools over MCP (stdio)", json=False
+    )
     p = commands.add(
         "serve",
-        cmd_serve,
+        "_serve.cmd_serve",
         "serve minds over HTTP: REST + JSON, OpenAPI at /openapi.json, MCP per mind",
         json=False,
     )
@@ -427,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true", help="log every request on stderr")
     p = commands.add(
         "tui",
-        cmd_tui,
+        "_faces.cmd_tui",
         "inspect and correct the mind in a terminal UI (live beside `noema run`)",
         json=False,
     )
@@ -459,11 +481,13 @@ def _unit(text: str) -> float:
 
 def _add_episode_commands(commands: _Commands) -> None:
     """``noema episode record|list|show|recall|stats``."""
-    outcomes = choices(Outcome)
+    outcomes = Choices("concepts.episodes", "Outcome")
     episode = commands.group(
         "episode", "task episodes: what agents did and how it went", "episode_command", "ACTION"
     )
-    p = episode.add("record", cmd_episode_record, "record one agent run (flags or --file JSON)")
+    p = episode.add(
+        "record", "_episode.cmd_episode_record", "record one agent run (flags or --file JSON)"
+    )
     p.add_argument("--file", metavar="F.json", help="the episode as one JSON object (- for stdin)")
     p.add_argument("--task", help="what the agent was asked to do")
     p.add_argument("--outcome", choices=outcomes)
@@ -481,11 +505,19 @@ def _add_episode_commands(commands: _Commands) -> None:
     p.add_argument("--at", metavar="TIME", help="when it ran (ISO time; default now)")
     p.add_argument("--world", type=world_path, metavar="PATH", help="the world it belongs to")
     p.add_argument("--tag", action="append", default=[], metavar="TAG")
-    p.add_argument("--channel", choices=choices(Channel), default=Channel.TOOL.value)
+    p.add_argument("--channel", choices=choices("Channel"), default="tool")
     for name, handler, text in (
-        ("list", cmd_episode_list, "the newest episodes"),
-        ("recall", cmd_episode_recall, "episodes by meaning and outcome: what worked last time"),
-        ("stats", cmd_episode_stats, "success rates per approach, tool, role (Beta posteriors)"),
+        ("list", "_episode.cmd_episode_list", "the newest episodes"),
+        (
+            "recall",
+            "_episode.cmd_episode_recall",
+            "episodes by meaning and outcome: what worked last time",
+        ),
+        (
+            "stats",
+            "_episode.cmd_episode_stats",
+            "success rates per approach, tool, role (Beta posteriors)",
+        ),
     ):
         p = episode.add(name, handler, text)
         if name == "recall":
@@ -500,6 +532,6 @@ def _add_episode_commands(commands: _Commands) -> None:
             p.add_argument("--limit", type=int, default=10 if name == "recall" else 50, metavar="N")
         p.add_argument("--tool", dest="tool_filter", metavar="NAME", help="episodes that called it")
         p.add_argument("--world", type=world_path, metavar="PATH", help="this world and below")
-    p = episode.add("show", cmd_episode_show, "one episode, every action")
+    p = episode.add("show", "_episode.cmd_episode_show", "one episode, every action")
     p.add_argument("id")
     episode.add_json_options()
