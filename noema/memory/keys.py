@@ -43,15 +43,19 @@ def expand_keys(
     key: str | None = None,
     tags: Sequence[str] = (),
     payload: Mapping[str, Any] | None = None,
+    entities: Sequence[str] | None = None,
 ) -> str:
-    """The ``keys`` text of a memory written (or valid) at ``when``."""
+    """The ``keys`` text of a memory written (or valid) at ``when``.
+
+    ``entities`` are ``extract_entities(content)`` when the caller has found them.
+    """
     parts: dict[str, None] = {}
     for moment in [when, *(w.start for w in resolve_mentions(content, when) if _day_like(w))]:
         parts[moment.date().isoformat()] = None
         parts[f"{moment:%Y-%m}"] = None
         parts[f"{moment:%Y}"] = None
         parts[f"{moment:%B %A}".casefold()] = None
-    for entity in extract_entities(content):
+    for entity in extract_entities(content) if entities is None else entities:
         kind, _, value = entity.partition(":")
         if kind != "date":
             parts[value] = None

@@ -8,7 +8,7 @@ whole transaction back, so nothing is ever half-written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -113,6 +113,8 @@ class _Pending:
     changed: dict[str, dict[str, Any]]
     known: dict[str, Memory]
     first: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The entities of each new memory's content, found once for its keys and its refs.
+    entities: dict[str, list[str]] = field(default_factory=dict)
 
     def get(self, memory_id: str) -> Memory | None:
         return self.created.get(memory_id) or self.known.get(memory_id)
@@ -273,10 +275,19 @@ class Reconciler:
                             actor="reconciler",
                         )
                 else:
+                    entities = extract_entities(item.content)
                     memory = self._new_memory(
-                        item, digest, world_ids[item.world], now, log, origin_event, redacted
+                        item,
+                        digest,
+                        world_ids[item.world],
+                        now,
+                        log,
+                        origin_event,
+                        entities,
+                        redacted,
                     )
                     pending.created[memory.id] = memory
+                    pending.entities[memory.id] = entities
                     by_hash[digest] = memory
                     if item.key is not None:
                         self._supersede_key(session, memory, by_key, pending, log, new_edges, now)
@@ -382,6 +393,7 @@ class Reconciler:
         now: datetime,
         log: EventLog,
         origin_event: str | None,
+        entities: Sequence[str],
         redacted: Sequence[str] = (),
     ) -> Memory:
         recorded_at = item.at or now
@@ -408,6 +420,7 @@ class Reconciler:
                     key=item.key,
                     tags=item.tags,
                     payload=item.payload,
+                    entities=entities,
                 ),
                 confidence=c,
                 alpha=max(PRIOR_STRENGTH * c, _MIN_SHAPE),
@@ -994,7 +1007,7 @@ class Reconciler:
             )
             if later:  # changed in this transaction: inserted as created, then changed
                 session.run(ops.UpdateMemories(self.mind.id, later))
-            session.run(ops.PutEntities(self.mind.id, entity_refs(created)))
+            session.run(ops.PutEntities(self.mind.id, entity_refs(created, pending.entities)))
         if edges:
             session.run(ops.InsertRelationships(edges))
             for edge in edges:
@@ -1026,9 +1039,19 @@ def memory_keys(memory: Memory) -> str:
     )
 
 
-def entity_refs(memories: Sequence[Memory]) -> list[tuple[str, str]]:
-    """``(memory_id, entity)`` for every entity each memory's content refers to."""
-    return [(m.id, entity) for m in memories for entity in extract_entities(m.content)]
+def entity_refs(
+    memories: Sequence[Memory], known: Mapping[str, Sequence[str]] | None = None
+) -> list[tuple[str, str]]:
+    """``(memory_id, entity)`` for every entity each memory's content refers to.
+
+    ``known`` holds entities already found, by memory id (the reconciler's own).
+    """
+    found = known or {}
+    return [
+        (m.id, entity)
+        for m in memories
+        for entity in (found[m.id] if m.id in found else extract_entities(m.content))
+    ]
 
 
 def _check_edge(src: str, src_time: datetime, relation: Relation, dst: Memory) -> None:

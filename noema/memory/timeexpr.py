@@ -681,6 +681,8 @@ _ANCHOR_WORDS: tuple[tuple[str, str], ...] = (
     ("recently", "recent"),
     ("lately", "recent"),
 )  # fmt: skip
+_ANCHOR_KIND = dict(_ANCHOR_WORDS)
+_WORD_RUN = re.compile(r"\w+")  # the whole words ``_words`` finds
 _FOUR_DIGITS = re.compile(r"[0-9][0-9]{3}")  # starts with a class: the engine skips fast
 _FARTHEST = 160  # the reach of a range, whose anchor can be any of its words
 # Words that can stand right before a month that is also a verb ("in May", "and May").
@@ -846,7 +848,9 @@ def _anchors(low: str) -> dict[str, list[tuple[int, int]] | None]:
     """
     anchors: dict[str, list[tuple[int, int]] | None] = {}
     limit = len(low) // _DENSE_EVERY + 1
-    for word, kind in _ANCHOR_WORDS:
+    held = _ANCHOR_KIND.keys() & _WORD_RUN.findall(low)  # one pass, then only these words
+    for word in sorted(held):
+        kind = _ANCHOR_KIND[word]
         if kind in anchors and anchors[kind] is None:
             continue
         if word in _VERB_MONTHS:  # "I may go" is no anchor: keep only a "may" in context
@@ -926,6 +930,8 @@ def _scan(text: str, today: date) -> tuple[TimeWindow, ...]:
     stretches_for: dict[tuple[tuple[str, ...], tuple[int, int]], list[tuple[int, int]]] = {}
     candidates: list[tuple[int, int, int, re.Match[str], _Resolved | None]] = []
     for order, rule in enumerate(_RULES):
+        if anchors.keys().isdisjoint(rule.anchors):  # nothing this rule can match near
+            continue
         key = (rule.anchors, rule.reach)
         stretches = stretches_for.get(key)
         if stretches is None:
