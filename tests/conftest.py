@@ -1,7 +1,8 @@
 """Shared fixtures. Every storage-touching test runs on every backend via ``backend``.
 
 Backends: ``sqlite`` (a file in the test's temporary directory), ``postgres``
-(pgvector) and ``postgres-novector`` (vectors as bytes, searched exactly). Each
+(pgvector) and ``postgres-novector`` (vectors as bytes, searched exactly); the
+conformance suite adds ``postgres-partitioned`` (pgvector, ``partitions=4``). Each
 PostgreSQL test module gets its own database, and each test a fresh schema in it.
 The server is ``NOEMA_TEST_POSTGRES_URL`` (default: local, user postgres). Without
 a server (or without pgvector) those tests skip with the reason, unless
@@ -102,7 +103,7 @@ class PostgresServer:
             with psycopg.connect(self.url, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {name}")
                 conn.execute(f"CREATE DATABASE {name}")
-            if variant == "postgres":
+            if variant != "postgres-novector":
                 with psycopg.connect(f"{self.base}/{name}", autocommit=True) as conn:
                     conn.execute("CREATE EXTENSION vector")
             self.databases[key] = name
@@ -117,7 +118,9 @@ class PostgresServer:
         with psycopg.connect(f"{self.base}/{name}", autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {schema}")
         options = quote(f"-c search_path={schema},public", safe="")
-        extra = "&vectors=off" if variant == "postgres-novector" else ""
+        extra = {"postgres-novector": "&vectors=off", "postgres-partitioned": "&partitions=4"}.get(
+            variant, ""
+        )
         return f"{self.base}/{name}?options={options}{extra}"
 
     def drop_all(self) -> None:
@@ -153,7 +156,7 @@ def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
         return f"sqlite:///{tmp_path / 'noema.db'}"
     server: PostgresServer = request.getfixturevalue("postgres_server")
     _require(server.problem)
-    if backend == "postgres":
+    if backend != "postgres-novector":
         _require(server.pgvector_problem)
     return server.fresh_url(request.module.__name__, backend)
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from noema.errors import MigrationError
 
-__all__ = ["Migration", "Migrator"]
+__all__ = ["Migration", "Migrator", "refuse_newer"]
 
 #: ``(version, name, script)``; versions count up from 1.
 Migration = tuple[int, str, str]
@@ -50,11 +50,7 @@ class Migrator(ABC):
         self.rows(self.ledger)
         applied = {int(r[0]) for r in self.rows("SELECT version FROM schema_migrations")}
         known = {version for version, _, _ in migrations}
-        if applied - known:
-            raise MigrationError(
-                f"database {self.database} has schema version {max(applied)}, "
-                f"newer than this Noema knows ({max(known)}); upgrade Noema"
-            )
+        refuse_newer(self.database, applied, known)
         for version, name, script in migrations:
             if version in applied:
                 continue
@@ -68,3 +64,16 @@ class Migrator(ABC):
                     f"migration {version} ({name}) failed on {self.database}: {cause}"
                 ) from exc
             self.rows(self.record, (version, name))
+
+
+def refuse_newer(database: str, applied: set[int], known: set[int]) -> None:
+    """Refuse a database that recorded migrations this Noema does not know.
+
+    Raises:
+        MigrationError: ``applied`` holds a version ``known`` does not.
+    """
+    if applied - known:
+        raise MigrationError(
+            f"database {database} has schema version {max(applied)}, "
+            f"newer than this Noema knows ({max(known)}); upgrade Noema"
+        )

@@ -204,14 +204,16 @@ class PostgresProbe:
 
     def build(self, url: str, upto: int) -> None:
         from noema.storage.postgres import parse_url
+        from noema.storage.postgres.schema import partitioned
 
-        vectors = "bytea" if parse_url(url)[1].vectors == "off" else "vector"
+        options = parse_url(url)[1]
+        vectors = "bytea" if options.vectors == "off" else "vector"
         with self._connect(url) as conn:
             conn.execute(
                 "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
                 "name text NOT NULL, applied_at timestamptz NOT NULL)"
             )
-            for version, name, sql in self.migrations[:upto]:
+            for version, name, sql in partitioned(self.migrations[:upto], options.partitions or 0):
                 conn.execute(sql.replace("{vector_type}", vectors))  # type: ignore[arg-type]
                 conn.execute(
                     "INSERT INTO schema_migrations VALUES (%s, %s, '2025-01-01 00:00:00+00')",
@@ -285,12 +287,14 @@ PROBES = {
     "sqlite": _sqlite_probe,
     "postgres": _postgres_probe,
     "postgres-novector": _postgres_probe,
+    "postgres-partitioned": _postgres_probe,
 }
 #: Where each backend's list lives, for tests that extend it.
 MIGRATION_LISTS = {
     "sqlite": "noema.storage._sqlite_schema.MIGRATIONS",
     "postgres": "noema.storage.postgres.schema.MIGRATIONS",
     "postgres-novector": "noema.storage.postgres.schema.MIGRATIONS",
+    "postgres-partitioned": "noema.storage.postgres.schema.MIGRATIONS",
 }
 
 

@@ -6,14 +6,15 @@ One database holds any number of minds and serves any number of processes
 - ``options``: Noema's settings in the URL's query string (``pool_min``,
   ``pool_max``, ``pool_timeout``, ``vectors`` (``auto`` or ``off``), ``hnsw_m``,
   ``hnsw_ef_construction``, ``hnsw_ef_search``, ``index_min_rows``,
-  ``index_build_memory_mb``; see ``PostgresOptions``), removed before the rest
-  reaches libpq;
+  ``index_build_memory_mb``, ``partitions``; see ``PostgresOptions``), removed
+  before the rest reaches libpq;
 - ``text``: full-text search, BM25 as SQLite's FTS5 computes it over each
   mind's own statistics;
 - ``vectors``: pgvector with an HNSW index per (model, dimensions), or float32
   bytes searched exactly; candidates are always scored exactly;
 - ``leases``: job leases guarded by session advisory locks;
-- ``schema``: the numbered migrations, applied on open;
+- ``schema``: the numbered migrations, applied on open, partitioned by mind
+  when the store is created with ``partitions=N`` (ADR 0024);
 - ``store``: the pool, the per-mind writer locks, the session and the store.
 
 The handlers both SQL backends share live in ``noema.storage._sql``.

@@ -16,7 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noema.errors import ConfigError
 
-__all__ = ["PostgresOptions", "first_line", "lock_key", "parse_url", "redact"]
+__all__ = ["MAX_PARTITIONS", "PostgresOptions", "first_line", "lock_key", "parse_url", "redact"]
+
+
+#: The most hash partitions a store may have: a query that names no mind (a few
+#: statistics do) plans over every partition of its table.
+MAX_PARTITIONS = 256
 
 
 class PostgresOptions(BaseModel):
@@ -40,6 +45,10 @@ class PostgresOptions(BaseModel):
     #: ``maintenance_work_mem`` for building an HNSW index: the build is much
     #: faster when the whole graph fits (about 1.6 GB per million 384-d vectors).
     index_build_memory_mb: int = Field(default=1_024, ge=64, le=1_048_576)
+    #: Hash partitions by mind of every per-mind table (ADR 0024): ``0``, none; unset,
+    #: whatever the store was created with (none for a new one). Decided once, when
+    #: the schema is created: a store created otherwise is refused, never half-changed.
+    partitions: int | None = Field(default=None, ge=0, le=MAX_PARTITIONS)
 
 
 def parse_url(url: str) -> tuple[str, PostgresOptions]:

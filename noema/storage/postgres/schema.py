@@ -10,21 +10,29 @@ as SQLite sorts them. Never edit a released migration: append a new one.
 in the database and ``bytea`` (float32 bytes, searched exactly) when it is not;
 the choice is made once, when migration 3 runs.
 
+A store created with ``partitions=N`` (ADR 0024) runs the same migrations as
+``partitioned(MIGRATIONS, N)`` renders them: every table with a ``mind_id``
+column is ``PARTITION BY HASH (mind_id)`` with N partitions, and its keys hold
+``mind_id`` (a unique key of a partitioned table must hold the partition key).
+Indexes made on such a table, HNSW and GIN ones too, are made on each partition.
+
 ``migrate`` applies the list on open, through the runner both backends share.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import psycopg
 
+from noema.errors import ConfigError, MigrationError
 from noema.storage import _schema as shared
-from noema.storage._migrations import Migration, Migrator
+from noema.storage._migrations import Migration, Migrator, refuse_newer
 from noema.storage.postgres.options import first_line, lock_key
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "migrate", "partitioned"]
 
 #: PostgreSQL's types in the templates of the tables both backends hold alike (``_schema``).
 _TYPES: shared.Types = {
@@ -175,6 +183,83 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
+#: A table's statement in a migration: its name, and its columns and constraints
+#: (no ``;`` inside, so a match never runs on into the next statement).
+_CREATE_TABLE = re.compile(r"CREATE TABLE (\w+) \(([^;]*?)\n\s*\)(?=\s*;)")
+#: A per-mind table's column that counts up, and is the key on its own.
+_IDENTITY_KEY = re.compile(r"^(\s*)(\w+)(\s+bigint GENERATED ALWAYS AS IDENTITY) PRIMARY KEY", re.M)
+_UNIQUE_INDEX = re.compile(r"(CREATE UNIQUE INDEX \w+ ON (\w+) ?\()([^)]*)\)")
+
+
+def partitioned(migrations: Sequence[Migration], partitions: int) -> list[Migration]:
+    """``migrations`` as they run on a store with ``partitions`` hash partitions by mind.
+
+    A table is per mind when it has a ``mind_id`` column: it is made
+    ``PARTITION BY HASH (mind_id)``, with partitions ``<table>_p0`` onwards. A key
+    that does not hold ``mind_id`` (``seq`` and ``id`` count up over all minds)
+    takes it as its last column, so a look-up by the counter alone still uses it.
+    Other tables (``minds``, ``job_leases``) stay as they are. ``0``: unchanged.
+    """
+    if not partitions:
+        return list(migrations)
+    per_mind: set[str] = set()
+
+    def table(match: re.Match[str]) -> str:
+        name, body = match[1], match[2]
+        if not re.search(r"^\s*mind_id\s", body, re.M):
+            return match[0]
+        per_mind.add(name)
+        keys = [m[2] for m in _IDENTITY_KEY.finditer(body)]
+        body = _IDENTITY_KEY.sub(r"\1\2\3", body)
+        body += "".join(f",\n            PRIMARY KEY ({key}, mind_id)" for key in keys)
+        each = "".join(
+            f";\n        CREATE TABLE {name}_p{i} PARTITION OF {name} "
+            f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"
+            for i in range(partitions)
+        )
+        return f"CREATE TABLE {name} ({body}\n        ) PARTITION BY HASH (mind_id){each}"
+
+    def unique(match: re.Match[str]) -> str:
+        columns = [c.strip() for c in match[3].split(",")]
+        if match[2] not in per_mind or "mind_id" in columns:
+            return match[0]
+        return f"{match[1]}{match[3]}, mind_id)"
+
+    result: list[Migration] = []
+    for version, name, script in migrations:
+        script = _CREATE_TABLE.sub(table, script)
+        result.append((version, name, _UNIQUE_INDEX.sub(unique, script)))
+    return result
+
+
+def _partitions(conn: psycopg.Connection[Any]) -> int | None:
+    """The partitions of the store's ``memories``: 0 unpartitioned, None before migration 1."""
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = c.oid) "
+        "FROM pg_class c WHERE c.oid = to_regclass('memories')"
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _check_current(conn: psycopg.Connection[Any], database: str) -> None:
+    """Refuse a read-only database (a replica) whose schema is not this Noema's.
+
+    Raises:
+        MigrationError: Migrations are missing (open the primary first), or the
+            schema is newer than this Noema.
+    """
+    applied: set[int] = set()
+    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() != (None,):
+        applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+    known = {version for version, _, _ in MIGRATIONS}
+    refuse_newer(database, applied, known)
+    if known - applied:
+        raise MigrationError(
+            f"database {database} is read-only (a replica?) and lacks migration "
+            f"{min(known - applied)} and later: open it on the primary first"
+        )
+
+
 class _Migrator(Migrator):
     ledger = (
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -223,14 +308,39 @@ class _Migrator(Migrator):
         return "vector"
 
 
-def migrate(conn: psycopg.Connection[Any], database: str, vectors: Literal["auto", "off"]) -> bool:
+def migrate(
+    conn: psycopg.Connection[Any],
+    database: str,
+    vectors: Literal["auto", "off"],
+    partitions: int | None = None,
+) -> bool:
     """Apply missing migrations under a lock; return whether vectors use pgvector.
 
-    ``database`` names it in errors; ``vectors`` is ``PostgresOptions.vectors``.
+    ``database`` names it in errors; ``vectors`` and ``partitions`` are those of
+    ``PostgresOptions``. A new store takes ``partitions`` (None: 0); an existing
+    one keeps its own, and asking for another number is refused. On a read-only
+    server (a replica) nothing is migrated: the schema must be current.
+
+    Raises:
+        ConfigError: ``partitions`` is not what the store was created with.
+        MigrationError: A migration failed, the schema is newer than this Noema,
+            or a read-only server lacks migrations.
     """
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("noema:migrate"),))
-        _Migrator(conn, database, vectors).run(MIGRATIONS)
+        existing = _partitions(conn)
+        if existing is not None and partitions is not None and partitions != existing:
+            created = f"with {existing} partitions" if existing else "unpartitioned"
+            raise ConfigError(
+                f"database URL option partitions={partitions}: the store at {database} was "
+                f"created {created}, and partitioning is chosen only when a store is created "
+                "(copy the minds into a new store to change it)"
+            )
+        chosen = existing if existing is not None else partitions or 0
+        if conn.execute("SHOW transaction_read_only").fetchone() == ("on",):
+            _check_current(conn, database)  # a replica: read sessions only, nothing to migrate
+        else:
+            _Migrator(conn, database, vectors).run(partitioned(MIGRATIONS, chosen))
         row = conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
             "WHERE attrelid = to_regclass('vectors') AND attname = 'vector'"

@@ -118,10 +118,12 @@ class PostgresSession(_sql.SqlSession):
         )
         return [memory_from_row(r) for r in rows]
 
-    def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
-        """Memories by their ``seq`` (the order the table holds them in)."""
+    def memories_by_seq(self, mind_id: str, seqs: Sequence[int]) -> dict[int, Memory]:
+        """The mind's memories by their ``seq`` (the order the table holds them in)."""
         rows = self.all(
-            f"SELECT m.seq, {MEMORY_SELECT} FROM memories m WHERE m.seq = ANY(%s)", (list(seqs),)
+            f"SELECT m.seq, {MEMORY_SELECT} FROM memories m "
+            "WHERE m.mind_id = %s AND m.seq = ANY(%s)",
+            (mind_id, list(seqs)),
         )
         return {int(r[0]): memory_from_row(r[1:]) for r in rows}
 
@@ -238,7 +240,9 @@ class PostgresStorage:
         self.pgvector_version: tuple[int, ...] | None = None
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                self.pgvector = migrate(conn, redact(self.conninfo), self.options.vectors)
+                self.pgvector = migrate(
+                    conn, redact(self.conninfo), self.options.vectors, self.options.partitions
+                )
                 if self.pgvector:
                     self.pgvector_version = vectors.pgvector_version(conn)
         except psycopg.OperationalError as exc:
@@ -334,9 +338,12 @@ class PostgresStorage:
         try:
             conn.execute("ANALYZE (SKIP_LOCKED) memories, vectors, entity_refs")
             # Fold the GIN indexes' pending lists in: searches scan them row by row.
+            # A partitioned store has one index per partition under each name.
             conn.execute(
-                "SELECT gin_clean_pending_list('memories_tsv'::regclass), "
-                "gin_clean_pending_list('memories_keys_tsv'::regclass)"
+                "SELECT gin_clean_pending_list(i) FROM unnest(ARRAY["
+                "'memories_tsv'::regclass, 'memories_keys_tsv'::regclass]) AS named(n), "
+                "LATERAL unnest(coalesce((SELECT array_agg(relid) FROM pg_partition_tree(n) "
+                "WHERE isleaf), ARRAY[n])) AS i"
             )
             row = conn.execute(
                 "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"

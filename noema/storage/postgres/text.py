@@ -67,8 +67,8 @@ class Session(Protocol):
         """Run one statement per row of parameters."""
         ...
 
-    def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
-        """Memories by their ``seq``."""
+    def memories_by_seq(self, mind_id: str, seqs: Sequence[int]) -> dict[int, Memory]:
+        """The mind's memories by their ``seq``."""
         ...
 
 
@@ -306,5 +306,5 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     ]
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     best = scored[: op.limit]
-    found = s.memories_by_seq([seq for _, seq in best])
+    found = s.memories_by_seq(op.mind_id, [seq for _, seq in best])
     return [(found[seq], score) for score, seq in best]

@@ -86,8 +86,8 @@ class Session(Protocol):
         """Run one statement (text or composed SQL); how many rows it changed."""
         ...
 
-    def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
-        """Memories by their ``seq``."""
+    def memories_by_seq(self, mind_id: str, seqs: Sequence[int]) -> dict[int, Memory]:
+        """The mind's memories by their ``seq``."""
         ...
 
 
@@ -277,7 +277,7 @@ def search_vectors(s: Session, op: ops.SearchVectors) -> list[tuple[Memory, floa
     similarities = matrix @ query
     order = sorted(range(len(seqs)), key=lambda i: (-float(similarities[i]), seqs[i]))
     best = [(seqs[i], float(similarities[i])) for i in order[: op.limit]]
-    found = s.memories_by_seq([seq for seq, _ in best])
+    found = s.memories_by_seq(op.mind_id, [seq for seq, _ in best])
     return [(found[seq], similarity) for seq, similarity in best]
 
 
@@ -342,7 +342,7 @@ class HnswIndexes:
             return False
         name = "vectors_hnsw_" + hashlib.sha1(f"{model}\x00{dims}".encode()).hexdigest()[:16]
         if s.one(
-            "SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i' "
+            "SELECT 1 FROM pg_class WHERE relname = %s AND relkind IN ('i', 'I') "
             "AND relnamespace = current_schema()::regnamespace",
             (name,),
         ):
@@ -363,6 +363,17 @@ class HnswIndexes:
             # The build waits for every writer of the table, this session included:
             # it would wait for itself. A read session builds it; until then, exactly.
             return False
+        try:
+            self._build(name, model, dims)
+        except psycopg.errors.ReadOnlySqlTransaction:  # a replica: the primary builds it
+            self._not_due[key] = time.monotonic() + INDEX_RECHECK_SECONDS
+            return False
+        self._built[key] = True
+        return True
+
+    def _build(self, name: str, model: str, dims: int) -> None:
+        """Build the index ``name`` of ``(model, dims)`` unless another process has."""
+        options = self._options
         with self._lock, psycopg.connect(self._conninfo, autocommit=True) as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (lock_key(f"noema:index:{name}"),))
             conn.execute(
@@ -384,5 +395,3 @@ class HnswIndexes:
                     model=sql.Literal(model),
                 )
             )
-        self._built[key] = True
-        return True
