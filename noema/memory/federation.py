@@ -382,10 +382,19 @@ class Federation:
         only then (unless ``query.peek``) are the local results that made the
         merged ranking reinforced: a federated result never is, here or in its peer.
         """
-        peers = self.peers() if query.federated else []
-        if not peers:
+        if not query.federated:
             return recaller.recall(query)
         vector = recaller.query_vector(query.text)
+        recaller.check(query)
+        # The subscriptions are read in the ranking's own transaction: one round trip
+        # less for the common mind, which has none.
+        with self._storage.transaction(write=False) as session:
+            peers = session.run(ops.ListPeers(self._mind.id))
+            if not peers:
+                results = recaller.rank(session, query, recaller.clock.now(), vector)
+        if not peers:
+            recaller.settle(query, results)
+            return results
         local = recaller.recall(query.model_copy(update={"peek": True}), vector)
         merged = merge(local, self.remote(peers, query, vector), query.limit)
         if not query.peek:

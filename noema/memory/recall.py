@@ -134,12 +134,25 @@ class Recaller:
         """
         if vector is None:
             vector = self.query_vector(query.text)
-        if query.depth == "deep" and self.reranker is None:
-            raise ConfigError("deep recall needs a reranker (none is configured)")
+        self.check(query)
         # Rank in a read transaction and reinforce after, in a short write: ranking
         # under the write lock held every writer of the mind back for its whole length.
         with self.storage.transaction(write=False) as session:
             results = self.rank(session, query, self.clock.now(), vector)
+        self.settle(query, results)
+        return results
+
+    def check(self, query: RecallQuery) -> None:
+        """Refuse a query this recaller cannot answer, before any transaction.
+
+        Raises:
+            ConfigError: a deep recall without a reranker.
+        """
+        if query.depth == "deep" and self.reranker is None:
+            raise ConfigError("deep recall needs a reranker (none is configured)")
+
+    def settle(self, query: RecallQuery, results: Sequence[RecallResult]) -> None:
+        """What a recall writes once ranked (unless ``peek``): reinforcement, or a gap."""
         if results and not query.peek:
             with self.storage.transaction() as session:
                 reinforce_results(
@@ -154,7 +167,6 @@ class Recaller:
                     payload={"query": loggable(query.text, self.config.policy)},
                 )
                 log.flush(session)
-        return results
 
     def query_vector(self, text: str) -> np.ndarray | None:
         """The query's embedding (before any transaction: embedding is slow), if any."""
