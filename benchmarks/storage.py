@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,23 +54,24 @@ def _zipf_weights() -> list[float]:
 
 def synthetic_memories(n: int, seed: int = SEED) -> list[dict[str, Any]]:
     """``n`` deterministic memories shaped like the JSONL input of ``noema remember --file``."""
+    return list(iter_synthetic_memories(n, seed))
+
+
+def iter_synthetic_memories(n: int, seed: int = SEED) -> Iterator[dict[str, Any]]:
+    """The memories of :func:`synthetic_memories`, one at a time (none held)."""
     rng = random.Random(seed)
     words = _words(rng)
     # Cumulative once: choices() with plain weights re-sums all 20,000 on every call.
     cumulative = list(itertools.accumulate(_zipf_weights()))
     kinds = ["episodic", "semantic", "procedural"]
-    items = []
     for i in range(n):
         body = " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(6, 14)))
-        items.append(
-            {
-                "content": f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {body} (note {i})",
-                "kind": kinds[i % 3],
-                "importance": round(rng.random(), 2),
-                "tags": [f"topic{rng.randint(0, 49)}"],
-            }
-        )
-    return items
+        yield {
+            "content": f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {body} (note {i})",
+            "kind": kinds[i % 3],
+            "importance": round(rng.random(), 2),
+            "tags": [f"topic{rng.randint(0, 49)}"],
+        }
 
 
 def synthetic_queries(seed: int = SEED) -> list[str]:

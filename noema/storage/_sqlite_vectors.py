@@ -43,7 +43,7 @@ MIN_EXPANSION_SEARCH = 128
 #: approximate: int8 distances and, past EXACT_BELOW, a graph search).
 RESCORE_MIN = 64
 #: Rows read from the table per step while an index catches up.
-SYNC_CHUNK = 20_000
+SYNC_CHUNK = 5_000
 
 
 # ---------------------------------------------------------------- the table
