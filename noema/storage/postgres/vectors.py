@@ -172,6 +172,7 @@ def put_vectors(s: Session, op: ops.PutVectors) -> None:
     # memory when it looks for those still missing a vector.
     s.inserted += len(op.ids)
     dims = int(vectors.shape[1])
+    s.store.indexes.grown(op.model, dims)
     pgvector = s.store.pgvector
     kind = "vector" if pgvector else "bytea"
     replacing = s.one(
@@ -328,6 +329,14 @@ class HnswIndexes:
         self._built: dict[tuple[str, int], bool] = {}
         self._not_due: dict[tuple[str, int], float] = {}  # key -> when to count again
         self._lock = threading.Lock()
+
+    def grown(self, model: str, dims: int) -> None:
+        """Vectors of ``(model, dims)`` were written: count them again at the next search.
+
+        Else a bulk load right after a count below ``index_min_rows`` would be
+        searched exactly until the recheck came due.
+        """
+        self._not_due.pop((model, dims), None)
 
     def ensure(self, s: Session, model: str, dims: int) -> bool:
         """Whether an HNSW index serves ``(model, dims)``, building it when one is due.
