@@ -197,6 +197,39 @@ def test_an_hnsw_index_per_model_is_built_when_due_and_finds_the_exact_best(
 
 
 @pytest.mark.parametrize("backend", ["postgres"])
+def test_a_bulk_load_past_the_threshold_gets_its_hnsw_index_at_the_next_search(
+    store_url: str,
+) -> None:
+    # A search below index_min_rows marks the index "not due" for a while; vectors
+    # written after must clear that, or the load is searched exactly until then.
+    store = open_storage(store_url + "&index_min_rows=300")
+    assert isinstance(store, PostgresStorage)
+    hnsw = "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexdef ~ 'hnsw'"
+    try:
+        with store.transaction() as session:
+            mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW)).id
+        memories = [make_memory(mind, f"bulk memory {i}") for i in range(400)]
+        vectors = np.random.default_rng(3).normal(size=(400, 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+
+        def search() -> None:
+            with store.transaction(write=False) as session:
+                session.run(ops.SearchVectors(mind, "m", vectors[0], RecallFilters(), None, 3))
+
+        with store.transaction() as session:
+            session.run(ops.InsertMemories(memories))
+            session.run(ops.PutVectors(mind, "m", [m.id for m in memories[:10]], vectors[:10]))
+        search()
+        assert sql(store_url, hnsw) == []  # 10 vectors: not due
+        with store.transaction() as session:
+            session.run(ops.PutVectors(mind, "m", [m.id for m in memories[10:]], vectors[10:]))
+        search()
+        assert len(sql(store_url, hnsw)) == 1
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
 def test_before_pgvector_0_8_filtered_searches_still_find_the_exact_best(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
