@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from noema.memory import timeexpr
 from noema.memory.timeexpr import (
     TimeWindow,
     parse_query,
@@ -525,3 +526,28 @@ def test_a_long_text_resolves_in_milliseconds() -> None:
 )
 def test_adversarial_megabyte_is_linear(text: str) -> None:
     assert _cpu_seconds(parse_query, text, NOW) < 1.0
+
+
+_ANCHOR_TEXTS = st.one_of(
+    _TEXTS,
+    st.lists(
+        st.sampled_from([w for w, _ in timeexpr._ANCHOR_WORDS] + ["x", "1999", "-", "_", "é"]),
+        max_size=30,
+    ).map(lambda words: "".join(f"{w}{' ' if i % 3 else ''}" for i, w in enumerate(words))),
+)
+
+
+@settings(max_examples=300)
+@given(text=_ANCHOR_TEXTS)
+def test_every_anchor_word_the_text_holds_is_found(text: str) -> None:
+    # The scan looks up only the words the text holds (one pass over its words);
+    # a whole-word occurrence of any anchor word must still be found.
+    low = timeexpr._lower(text)
+    anchors = timeexpr._anchors(low)
+    for word, kind in timeexpr._ANCHOR_WORDS:
+        if word in timeexpr._VERB_MONTHS:
+            continue  # kept only in a month's context
+        for span in timeexpr._words(low, word, len(low)) or ():
+            assert kind in anchors, (word, text)
+            spans = anchors[kind]
+            assert spans is None or span in spans, (word, span, text)
