@@ -18,9 +18,10 @@ function is pure, so ``noema reindex`` rebuilds the same keys for old memories.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from noema.memory.entities import extract_entities
@@ -51,10 +52,7 @@ def expand_keys(
     """
     parts: dict[str, None] = {}
     for moment in [when, *(w.start for w in resolve_mentions(content, when) if _day_like(w))]:
-        parts[moment.date().isoformat()] = None
-        parts[f"{moment:%Y-%m}"] = None
-        parts[f"{moment:%Y}"] = None
-        parts[f"{moment:%B %A}".casefold()] = None
+        parts.update(dict.fromkeys(_day_keys(moment.date())))
     for entity in extract_entities(content) if entities is None else entities:
         kind, _, value = entity.partition(":")
         if kind != "date":
@@ -70,6 +68,12 @@ def expand_keys(
             parts[value.strip()] = None
     text = " ".join(p for p in parts if p)
     return text[:MAX_KEYS_CHARS]
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_keys(day: date) -> tuple[str, ...]:
+    """A day's keys: ``2023-05-08 2023-05 2023 may monday`` (a batch shares its day)."""
+    return (day.isoformat(), f"{day:%Y-%m}", f"{day:%Y}", f"{day:%B %A}".casefold())
 
 
 def _day_like(window: Any) -> bool:
