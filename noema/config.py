@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tomllib
@@ -86,14 +87,20 @@ class RecallWeights(BaseModel):
 
         A zero graph weight is left out, so the graph lane adds candidates only.
         """
-        weights = self.model_dump()
-        del weights["world"]  # added by the recall's scope, when it names a world
-        for optional in OPTIONAL_SIGNALS:
-            if not weights[optional]:
-                del weights[optional]
-        if not vectors:
-            weights["text"] = round(weights["text"] + weights.pop("vector"), 12)
-        return weights
+        return dict(_effective(self, vectors))
+
+
+@functools.lru_cache(maxsize=64)
+def _effective(weights: RecallWeights, vectors: bool) -> tuple[tuple[str, float], ...]:
+    """``RecallWeights.effective``, once per (frozen) weights: recall asks per candidate."""
+    effective = weights.model_dump()
+    del effective["world"]  # added by the recall's scope, when it names a world
+    for optional in OPTIONAL_SIGNALS:
+        if not effective[optional]:
+            del effective[optional]
+    if not vectors:
+        effective["text"] = round(effective["text"] + effective.pop("vector"), 12)
+    return tuple(effective.items())
 
 
 #: Fitted on LoCoMo by leave-one-conversation-out (ADR 0013, docs/benchmarks.md);
