@@ -283,8 +283,8 @@ class Reconciler:
                         now,
                         log,
                         origin_event,
-                        entities,
                         redacted,
+                        entities=entities,
                     )
                     pending.created[memory.id] = memory
                     pending.entities[memory.id] = entities
@@ -393,9 +393,11 @@ class Reconciler:
         now: datetime,
         log: EventLog,
         origin_event: str | None,
-        entities: Sequence[str],
         redacted: Sequence[str] = (),
+        *,
+        entities: Sequence[str] | None = None,
     ) -> Memory:
+        """The new memory of ``item``; ``entities``: its content's, when already found."""
         recorded_at = item.at or now
         memory_id = new_id(recorded_at)
         event_id = new_id(now)
