@@ -82,16 +82,14 @@ def diversify(
     stored = session.run(
         ops.GetVectors(mind_id, embedder.model, embedder.dims, [s.memory.id for s in window])
     )
-    kept: list[np.ndarray] = []
-    for item in window:
-        row = stored.get(item.memory.id)
-        if row is None:
-            continue
-        if kept:
-            closest = float(np.max(np.stack(kept) @ row))
+    held = [(item, stored[item.memory.id]) for item in window if item.memory.id in stored]
+    if len(held) > 1:
+        rows = np.stack([row for _, row in held])
+        for position in range(1, len(held)):
+            closest = float(np.max(rows[:position] @ rows[position]))
             if closest > DIVERSITY_THRESHOLD:
-                item.components["diversity"] = -(closest - DIVERSITY_THRESHOLD) * DIVERSITY_COST
-        kept.append(row)
+                cost = -(closest - DIVERSITY_THRESHOLD) * DIVERSITY_COST
+                held[position][0].components["diversity"] = cost
     window.sort(key=best_first)
     return window + scored[limit * 2 :]
 
@@ -109,15 +107,20 @@ def newer_first(scored: list[Scored], limit: int) -> list[Scored]:
     window = scored[: limit * 2]
     if len(window) < 2:
         return scored
+    # Ages and scores once (an item's score changes only when it is marked outdated).
+    ages = [_age(item) for item in window]
+    scores = [item.score for item in window]
+    marked = ["outdated" in item.components for item in window]
     changed = False
-    for newer in sorted(window, key=_age, reverse=True):
-        for older in window:
-            if older is newer or _age(older) >= _age(newer) or "outdated" in older.components:
+    for n in sorted(range(len(window)), key=ages.__getitem__, reverse=True):
+        newer = window[n]
+        for o, older in enumerate(window):
+            if o == n or marked[o] or ages[o] >= ages[n] or scores[o] < scores[n]:
                 continue
-            if older.score < newer.score or not same_subject(older.memory, newer.memory):
+            if not same_subject(older.memory, newer.memory):
                 continue
-            older.components["outdated"] = newer.score - older.score - OUTDATED_MARGIN
-            changed = True
+            older.components["outdated"] = scores[n] - scores[o] - OUTDATED_MARGIN
+            scores[o], marked[o], changed = older.score, True, True
     if not changed:
         return scored
     window.sort(key=best_first)
@@ -140,9 +143,12 @@ def same_subject(a: Memory, b: Memory) -> bool:
         return False
     if a.key is not None and a.key == b.key:
         return True
-    first_a, words_a, values_a = _subject(a.content)
-    first_b, words_b, values_b = _subject(b.content)
-    if first_a != first_b or not values_a & values_b:
+    first_a, words_a = _words(a.content)
+    first_b, words_b = _words(b.content)
+    if first_a != first_b:  # most pairs part here, before any entity is looked for
+        return False
+    values_a, values_b = _values(a.content), _values(b.content)
+    if not values_a & values_b:
         return False
     if len(words_a) < SUBJECT_MIN_WORDS or len(words_b) < SUBJECT_MIN_WORDS:
         return False
@@ -154,19 +160,20 @@ def same_subject(a: Memory, b: Memory) -> bool:
 
 
 @lru_cache(maxsize=65_536)
-def _subject(content: str) -> tuple[str, frozenset[str], frozenset[str]]:
-    """A text's first content word, its content words, and its values.
-
-    The first content word is where its subject stands; the values are its
-    names, codes and numbers.
-    """
+def _words(content: str) -> tuple[str, frozenset[str]]:
+    """A text's first content word (where its subject stands) and its content words."""
     ordered = content_words(content)
-    words = frozenset(ordered)
+    return (ordered[0] if ordered else ""), frozenset(ordered)
+
+
+@lru_cache(maxsize=65_536)
+def _values(content: str) -> frozenset[str]:
+    """A text's values: its names, codes and numbers."""
     values = {
         e.partition(":")[2] for e in extract_entities(content) if e.startswith(("name:", "code:"))
     }
-    values.update(w for w in words if any(c.isdigit() for c in w))
-    return (ordered[0] if ordered else ""), words, frozenset(values)
+    values.update(w for w in _words(content)[1] if any(c.isdigit() for c in w))
+    return frozenset(values)
 
 
 def _age(item: Scored) -> tuple[datetime, datetime]:
