@@ -86,9 +86,16 @@ class Understanding:
         return bool(self.mentions)
 
 
-def memory_facts(content: str, payload: Mapping[str, Any], when: datetime) -> Understanding:
-    """The speakers, entities and dated-ness of a memory (cached by content)."""
-    speakers, entities, mentions = _content_facts(content, when.date())
+def memory_facts(
+    content: str, payload: Mapping[str, Any], when: datetime, *, dates: bool = True
+) -> Understanding:
+    """The speakers, entities and dated-ness of a memory (cached by content).
+
+    ``dates=False``: the days the content mentions are not looked for (``mentions``
+    is empty), for a query that asks neither about a time nor when.
+    """
+    speakers, entities = _content_entities(content)
+    mentions = _content_mentions(content, when.date()) if dates else ()
     extra = {f"name:{name}" for name in _participants(payload)}
     if extra:
         speakers = speakers | extra
@@ -96,23 +103,30 @@ def memory_facts(content: str, payload: Mapping[str, Any], when: datetime) -> Un
 
 
 @lru_cache(maxsize=65_536)
-def _content_facts(
-    content: str, day: date
-) -> tuple[frozenset[str], frozenset[str], tuple[datetime, ...]]:
+def _content_entities(content: str) -> tuple[frozenset[str], frozenset[str]]:
     speakers: set[str] = set()
     match = _SPEAKER.match(content)
     if match:
         speakers = {"name:" + match[1].casefold()}
         speakers.update("name:" + w.casefold() for w in match[1].split())
     entities = frozenset(e for e in extract_entities(content) if e.startswith(ENTITY_KINDS))
+    return frozenset(speakers), entities
+
+
+@lru_cache(maxsize=65_536)
+def _content_mentions(content: str, day: date) -> tuple[datetime, ...]:
     windows = resolve_mentions(content, datetime.combine(day, time(12), UTC))
-    return frozenset(speakers), entities, tuple(w.start for w in windows)
+    return tuple(w.start for w in windows)
 
 
 def _participants(payload: Mapping[str, Any]) -> list[str]:
     names: list[str] = []
+    if not payload:  # most memories: recall reads this for each candidate
+        return names
     for field in PARTICIPANT_FIELDS:
         value = payload.get(field)
+        if value is None:
+            continue
         values: Sequence[Any] = value if isinstance(value, list | tuple) else [value]
         names.extend(v.strip().casefold() for v in values if isinstance(v, str) and v.strip())
     return names

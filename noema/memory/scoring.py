@@ -116,7 +116,8 @@ def score(
     if candidate.keys:
         signals["keys"] = candidate.keys
     if plan.entities or plan.windows or plan.asks_when:
-        facts = memory_facts(memory.content, memory.payload, memory.valid_from)
+        dates = bool(plan.windows or plan.asks_when)
+        facts = memory_facts(memory.content, memory.payload, memory.valid_from, dates=dates)
         if plan.entities:
             signals["entity"] = entity_signal(plan, facts)
         if plan.windows:
