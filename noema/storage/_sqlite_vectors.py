@@ -78,31 +78,25 @@ def get_vectors(conn: sqlite3.Connection, op: ops.GetVectors) -> dict[str, np.nd
 
 def _passing(
     conn: sqlite3.Connection, op: ops.SearchVectors, dims: int, memory_rowids: Sequence[int]
-) -> list[tuple[int, bytes]]:
-    """Memory rowids passing the search's filters, with their vector under the model."""
+) -> list[tuple[Any, ...]]:
+    """Candidates passing the search's filters: ``(rowid, vector, *memory columns)``.
+
+    The memory's columns come along so the best need no second read; only the
+    ones returned are turned into memories.
+    """
     if not memory_rowids:
         return []
     params: list[Any] = [json.dumps(list(memory_rowids)), op.model, dims, op.mind_id]
     where = filter_sql(SQLITE, op.filters, op.as_of, params)
     # CROSS JOIN keeps the candidate list as the outer loop: one key look-up per
     # candidate (an IN list of rowids made the planner scan the mind's vectors).
-    rows = conn.execute(
-        "SELECT m.rowid, v.vector FROM json_each(?) AS j "
+    return conn.execute(
+        f"SELECT m.rowid, v.vector, {MEMORY_SELECT} FROM json_each(?) AS j "
         "CROSS JOIN memories m ON m.rowid = j.value "
         "CROSS JOIN vectors v ON v.mind_id = m.mind_id AND v.memory_id = m.id "
         f"AND v.model = ? AND v.dims = ? WHERE m.mind_id = ? {where}",
         params,
     ).fetchall()
-    return [(r[0], r[1]) for r in rows]
-
-
-def _memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
-    rows = conn.execute(
-        f"SELECT m.rowid, {MEMORY_SELECT} FROM json_each(?) AS j "
-        "CROSS JOIN memories m ON m.rowid = j.value",
-        (json.dumps(list(rowids)),),
-    ).fetchall()
-    return {r[0]: memory_from_row(r[1:]) for r in rows}
 
 
 # ---------------------------------------------------------------- the index
@@ -150,7 +144,7 @@ class VectorIndexes:
             found = entry.index.search(query, count, exact=exhaustive or size <= EXACT_BELOW)
             keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
             # Candidates come best first: read them in slices until enough pass the filters.
-            rows: list[tuple[int, bytes]] = []
+            rows: list[tuple[Any, ...]] = []
             step = max(op.limit * 2, RESCORE_MIN)
             for start in range(0, len(keys), step):
                 rows += _passing(conn, op, dims, keys[start : start + step])
@@ -159,13 +153,9 @@ class VectorIndexes:
             if len(rows) >= op.limit or exhaustive:
                 break
             wanted *= CANDIDATE_FACTOR
-        scored = [
-            (rowid, float(np.frombuffer(blob, dtype=np.float32) @ query)) for rowid, blob in rows
-        ]
-        scored.sort(key=lambda pair: (-pair[1], pair[0]))
-        best = scored[: op.limit]
-        memories = _memories_by_rowid(conn, [rowid for rowid, _ in best])
-        return [(memories[rowid], similarity) for rowid, similarity in best]
+        scored = [(float(np.frombuffer(row[1], dtype=np.float32) @ query), row) for row in rows]
+        scored.sort(key=lambda pair: (-pair[0], pair[1][0]))
+        return [(memory_from_row(row[2:]), similarity) for similarity, row in scored[: op.limit]]
 
     # ------------------------------------------------------------ upkeep
 
