@@ -213,10 +213,14 @@ _TIME_COLUMNS = tuple(sorted(TIME_COLUMNS))
 def memory_from_row(row: Sequence[Any]) -> Memory:
     # Rows were validated on the way in: rebuild types without re-validating.
     data = dict(zip(MEMORY_COLUMNS, row, strict=False))
+    times: dict[int, datetime] = {}  # a row's times are mostly one instant (when written)
     for column in _TIME_COLUMNS:
         value = data[column]
         if value is not None:
-            data[column] = _EPOCH + timedelta(microseconds=value)
+            at = times.get(value)
+            if at is None:
+                at = times[value] = _EPOCH + timedelta(microseconds=value)
+            data[column] = at
     for column, members in _ENUM_COLUMNS:
         data[column] = members[data[column]]
     data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
