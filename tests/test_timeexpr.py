@@ -551,3 +551,30 @@ def test_every_anchor_word_the_text_holds_is_found(text: str) -> None:
             assert kind in anchors, (word, text)
             spans = anchors[kind]
             assert spans is None or span in spans, (word, span, text)
+
+
+_NUMBER_TEXTS = st.lists(
+    st.sampled_from(
+        ["2023", "1999", "12345", "20231", "2023-05-08", "2023/5/8", "2023-05", "8 May", "May",
+         "between", "from", "and", "to", "in", "the year", "early", "note", "(", ")", "-", "/"]
+    ),
+    max_size=12,
+).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(text=_NUMBER_TEXTS, at=_NOWS)
+def test_anchoring_on_four_digit_runs_misses_no_match(text: str, at: datetime) -> None:
+    # Numbers anchor only as runs of exactly four digits; every rule run over the
+    # whole text (as when the anchors are dense) must find nothing more.
+    everywhere = {kind: None for _, kind in timeexpr._ANCHOR_WORDS} | {"number": None}
+    anchored = resolve_mentions(text, at)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timeexpr, "_anchors", lambda low: dict(everywhere))
+        assert resolve_mentions(text, at) == anchored
+
+
+def test_a_longer_number_is_no_year() -> None:
+    assert "number" not in timeexpr._anchors("see note 20231 and ticket 123456")
+    assert resolve_mentions("see note 20231 and ticket 123456", NOW) == ()
+    assert [w.text for w in resolve_mentions("note 20231, back in 2023", NOW)] == ["back in 2023"]

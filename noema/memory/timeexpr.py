@@ -683,7 +683,10 @@ _ANCHOR_WORDS: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 _ANCHOR_KIND = dict(_ANCHOR_WORDS)
 _WORD_RUN = re.compile(r"\w+")  # the whole words ``_words`` finds
-_FOUR_DIGITS = re.compile(r"[0-9][0-9]{3}")  # starts with a class: the engine skips fast
+# A run of four digits or more; only a run of exactly four can hold a year, so a longer
+# one ("note 90000", a phone number) anchors nothing. It starts with a class, which the
+# engine skips to fast, and the leftmost match of a run starts at its first digit.
+_DIGIT_RUN = re.compile(r"[0-9]{4,}")
 _FARTHEST = 160  # the reach of a range, whose anchor can be any of its words
 # Words that can stand right before a month that is also a verb ("in May", "and May").
 _MONTH_CONTEXT = frozenset(
@@ -874,7 +877,9 @@ def _anchors(low: str) -> dict[str, list[tuple[int, int]] | None]:
                 if len(spans) > limit:
                     anchors[kind] = None
     numbers: list[tuple[int, int]] = []
-    for number in _FOUR_DIGITS.finditer(low):
+    for number in _DIGIT_RUN.finditer(low):
+        if number.end() - number.start() != 4:
+            continue
         if len(numbers) == limit:
             anchors["number"] = None
             break
