@@ -745,3 +745,26 @@ def test_a_chat_log_import_redacts_credentials_with_one_flag(tmp_path: Path) -> 
         assert mind.config.policy.secrets == "refuse"  # the flag changed this write only
     finally:
         mind.close()
+
+
+_TRIGGER_LITERALS = [
+    *("secret", "token", "apikey", "key", "pass", "pwd", "authorization", "aws", "-----BEGIN"),
+    *("AKIA", "ASIA", "ghp_", "gho_", "github_pat_", "glpat-", "npm_", "SG.", "hvs.", ":AA"),
+    *("hooks.slack.com", "xoxb-", "sk-", "sk_", "rk_", "AIza", "eyJ", "://", "ſ", "ı", "K"),
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_TRIGGER_LITERALS, "a", "é", " ", "_", "."]), max_size=8),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_the_fast_trigger_lets_through_every_text_the_full_one_does(
+    parts: list[str], upper: list[bool]
+) -> None:
+    from noema.memory import secrets
+
+    text = "".join(parts)
+    text = "".join(c.upper() if flip else c for c, flip in zip(text, itertools.cycle(upper)))
+    if secrets._TRIGGER.search(text) is not None:
+        assert secrets._may_hold_secret(text), text

@@ -448,6 +448,25 @@ _TRIGGER = re.compile(
     r"|-----BEGIN|AKIA|ASIA|gh[pousr]_|github_pat_|gl[a-z]{1,4}-|npm_|SG\.|hv[sbr]\.|:AA"
     r"|hooks\.slack\.com|xox[baprs]-|sk-|[sr]k_|AIza|eyJ|://"
 )
+# For ASCII text, the same test as plain substring tests on the lower-cased text,
+# about twice as fast. Lower-casing lets the case-sensitive literals match in any
+# case, and "k_" stands for "[sr]k_": a few more texts reach the table, none fewer.
+_ASCII_TRIGGER_WORDS = (
+    *("secret", "token", "key", "pass", "pwd", "authorization", "aws", "-----begin"),
+    *("akia", "asia", "github_pat_", "npm_", "sg.", ":aa", "hooks.slack.com", "sk-"),
+    *("k_", "aiza", "eyj", "://"),
+)
+_ASCII_TRIGGER = re.compile(r"gh[pousr]_|gl[a-z]{1,4}-|hv[sbr]\.|xox[baprs]-")
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether ``text`` holds a literal that some pattern of the table needs."""
+    if not text.isascii():
+        return _TRIGGER.search(text) is not None
+    low = text.lower()
+    return any(word in low for word in _ASCII_TRIGGER_WORDS) or (
+        _ASCII_TRIGGER.search(low) is not None
+    )
 
 
 def find_secrets(text: str) -> list[SecretFinding]:
@@ -461,7 +480,7 @@ def find_secrets(text: str) -> list[SecretFinding]:
         overlap, they are merged into one finding of the earlier (then longer, then
         more specific) kind, so redacting every finding removes every secret.
     """
-    if _TRIGGER.search(text) is None:
+    if not _may_hold_secret(text):
         return []
     candidates: list[tuple[int, int, int, str]] = []
     for priority, (kind, pattern, check) in enumerate(_PATTERNS):
