@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -331,6 +332,38 @@ def test_the_activation_sparkline_follows_the_highlighted_memory(
         assert list(spark.data) == pytest.approx(expected)
 
     run(check, app)
+
+
+def test_a_read_that_ends_while_the_app_closes_draws_nothing(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    """The sparkline's read returns only once its widget is torn down: no worker fails."""
+    mind, _ = seeded
+    app = app_for(mind, mode="explorer")
+    activation = app.data.activation
+    torn_down: list[bool] = []
+
+    async def check(pilot: Pilot[None]) -> None:
+        await pilot.press("slash", *"Ada Porto", "enter")
+        await settle(pilot)
+        spark = app.screen.query_one("#activation", ActivationSpark)
+        drawn = list(spark.data)
+
+        def late(memory: object, *args: object) -> list[float]:
+            for _ in range(1000):  # until the app, closing, has removed the sparkline
+                if not spark.is_attached:
+                    break
+                time.sleep(0.01)
+            torn_down.append(not spark.is_attached)
+            return activation(memory, *args)  # type: ignore[arg-type]
+
+        app.data.activation = late  # type: ignore[method-assign]
+        await pilot.press("down")  # another memory highlighted: its sparkline is read
+        await until(pilot, lambda: any(w.group == "spark" and w.is_running for w in app.workers))
+        assert list(spark.data) == drawn
+
+    run(check, app)  # a worker that queried the removed sparkline would fail the app here
+    assert torn_down == [True]
 
 
 # ---------------------------------------------------------------- detail

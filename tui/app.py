@@ -83,7 +83,11 @@ class NoemaApp(App[None]):
         return await asyncio.to_thread(call, *args, **kwargs)
 
     async def read(self, call: Callable[..., T], *args: Any) -> T | None:
-        """``db`` for reads: a failure is shown as a notification, and ``None`` returned."""
+        """``db`` for reads: a failure is shown as a notification, and ``None`` returned.
+
+        A read that ends after the app began to close returns ``None`` too: the widgets it
+        would fill may be gone already, and a worker never queries a torn-down screen.
+        """
         try:
             found = await self.db(call, *args)
         except NoemaError as exc:
@@ -92,7 +96,7 @@ class NoemaApp(App[None]):
                 self.notify(str(exc), title="noema", severity="error")
             return None
         self._last_error = None
-        return found
+        return found if self.is_running else None
 
     @work(exclusive=True, group="poll")
     async def poll(self) -> None:
