@@ -91,18 +91,27 @@ def read(url: str, reader: int, stop: Any, out: Any) -> None:
         seen(exc)
     if not ready:
         out.put(("ready", reader))
-    out.put(("done", {"reads": reads, "errors": errors, "seconds": time.perf_counter() - start}))
+    counts = {"reads": reads, "errors": errors, "seconds": time.perf_counter() - start}
+    out.put(("done", reader, counts))
 
 
-def _next(out: Any, readers: list[Any]) -> Any:
-    """The readers' next message; raises ``RuntimeError`` when one died without sending it."""
-    while True:
+def _gather(out: Any, readers: list[Any], kind: str, got: dict[str, dict[int, Any]]) -> None:
+    """Wait until every reader has sent a ``kind`` message, keeping all messages in ``got``.
+
+    A reader that failed to open its mind sends ``ready`` and ``done`` at once, so a
+    ``done`` may arrive while the parent still waits for another reader's ``ready``;
+    messages are kept by kind and reader, never taken in arrival order. Raises
+    ``RuntimeError`` when a reader died without sending one.
+    """
+    while len(got[kind]) < len(readers):
         try:
-            return out.get(timeout=0.5)
+            message = out.get(timeout=0.5)
         except queue.Empty:
             died = [p.exitcode for p in readers if p.exitcode not in (None, 0)]
             if died:
                 raise RuntimeError(f"a reader died (exit status {died[0]})") from None
+            continue
+        got[message[0]][message[1]] = message[2] if len(message) > 2 else None
 
 
 def check(url: str, writers: int, count: int) -> dict[str, Any]:
@@ -149,22 +158,21 @@ def run(url: str, writers: int, count: int, batch: int, readers: int = 2) -> dic
     reading = [context.Process(target=read, args=(url, r, stop, out)) for r in range(readers)]
     for process in reading:
         process.start()
+    got: dict[str, dict[int, Any]] = {"ready": {}, "done": {}}
     try:
-        for _ in reading:  # the readers are reading before the first writer starts
-            _next(out, reading)
+        _gather(out, reading, "ready", got)  # the readers read before the first writer starts
         start = time.perf_counter()
         with context.Pool(writers) as pool:
             seconds = pool.starmap(write, [(url, w, count, batch) for w in range(writers)])
         wall = time.perf_counter() - start
     finally:
         stop.set()
-    reads: list[dict[str, Any]] = []
-    for _ in reading:
-        try:
-            reads.append(_next(out, reading)[1])
-        except RuntimeError as exc:
-            reads.append({"reads": 0, "errors": {str(exc): 1}, "seconds": 0.0})
-            break
+    try:
+        _gather(out, reading, "done", got)
+    except RuntimeError as exc:
+        for r in range(readers):
+            got["done"].setdefault(r, {"reads": 0, "errors": {str(exc): 1}, "seconds": 0.0})
+    reads = [got["done"][r] for r in range(readers)]
     for process in reading:
         process.join()
     result = check(url, writers, count)

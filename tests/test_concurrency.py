@@ -23,3 +23,29 @@ def test_four_writers_and_two_readers_at_once_lose_duplicate_and_fail_nothing(
     # One entry per memory written, and one per reinforcing recall that found any.
     assert result["verify_ok"] and result["audit_entries"] >= 1_200
     assert result["ok"]
+
+
+def test_a_reader_that_fails_to_open_is_reported_not_mistaken_for_another() -> None:
+    """A reader whose mind failed to open sends ``ready`` and ``done`` at once.
+
+    Before the messages were kept by kind and reader, the parent took that ``done``
+    for the second reader's ``ready`` and later read a ``ready`` as counts (a
+    ``TypeError`` in CI instead of the reader's own error).
+    """
+    import multiprocessing
+    from types import SimpleNamespace
+
+    from benchmarks.concurrency import _gather
+
+    out = multiprocessing.get_context("spawn").Queue()
+    readers = [SimpleNamespace(exitcode=None), SimpleNamespace(exitcode=None)]
+    failed = {"reads": 0, "errors": {"StorageError: locked": 1}, "seconds": 0.1}
+    out.put(("ready", 0))
+    out.put(("done", 0, failed))
+    out.put(("ready", 1))
+    got: dict[str, dict[int, object]] = {"ready": {}, "done": {}}
+    _gather(out, readers, "ready", got)
+    assert set(got["ready"]) == {0, 1}
+    out.put(("done", 1, {"reads": 7, "errors": {}, "seconds": 1.0}))
+    _gather(out, readers, "done", got)
+    assert got["done"][0] == failed and got["done"][1]["reads"] == 7  # type: ignore[index]
