@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks.storage import machine, write_section
+from benchmarks.storage import machine, publish
 
 BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
 KS = (1, 5, 10, 25, 50)
@@ -509,10 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         parts += ["--limit", str(args.limit)]
     section = render(report, shlex.join(parts), audit=args.audit)
-    if args.output:
-        write_section(args.output, section, BEGIN, END)
-    else:
-        print(section)
+    publish(section, args.output, BEGIN, END)
     return 0
 
 

@@ -49,9 +49,9 @@ from typing import Any
 from benchmarks.storage import (
     _percentile,
     machine,
+    publish,
     synthetic_memories,
     synthetic_queries,
-    write_section,
 )
 
 BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
@@ -742,10 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         sections = _kept(args.output)
         sections[size] = _subsection(size, by_size[size], args.budget, (before, _load()), command)
         section = render(args, sections)
-        if args.output:
-            write_section(args.output, section, BEGIN, END)
-        else:
-            print(section)
+        publish(section, args.output, BEGIN, END)
     return 0
 
 

@@ -29,9 +29,9 @@ from benchmarks.semantic import EMBEDDER, _recall_times
 from benchmarks.storage import (
     _percentile,
     machine,
+    publish,
     synthetic_memories,
     synthetic_queries,
-    write_section,
 )
 
 #: Vectors are written inline with every batch, as these figures have always measured.
@@ -206,10 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
     section = render(results, args.server, command)
-    if args.output:
-        write_section(args.output, section, BEGIN, END)
-    else:
-        print(section)
+    publish(section, args.output, BEGIN, END)
     return 0
 
 

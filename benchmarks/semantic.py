@@ -30,9 +30,9 @@ from typing import Any
 from benchmarks.storage import (
     _percentile,
     machine,
+    publish,
     synthetic_memories,
     synthetic_queries,
-    write_section,
 )
 
 #: Vectors are written inline with every batch, as these figures have always measured.
@@ -315,10 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
     section = render(results, models, command)
-    if args.output:
-        write_section(args.output, section, BEGIN, END)
-    else:
-        print(section)
+    publish(section, args.output, BEGIN, END)
     return 0
 
 

@@ -217,6 +217,14 @@ def write_section(path: Path, section: str, begin: str = BEGIN, end: str = END) 
     path.write_text(text, encoding="utf-8")
 
 
+def publish(section: str, output: Path | None, begin: str = BEGIN, end: str = END) -> None:
+    """Write ``section`` into the markdown file ``output``, or print it when there is none."""
+    if output:
+        write_section(output, section, begin, end)
+    else:
+        print(section)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -255,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
     section = render(results, command)
-    if args.output:
-        write_section(args.output, section)
-    else:
-        print(section)
+    publish(section, args.output)
     return 0
 
 
