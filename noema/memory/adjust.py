@@ -145,18 +145,19 @@ def same_subject(a: Memory, b: Memory) -> bool:
         return True
     first_a, words_a = _words(a.content)
     first_b, words_b = _words(b.content)
-    if first_a != first_b:  # most pairs part here, before any entity is looked for
+    if first_a != first_b:  # most pairs part here
         return False
-    values_a, values_b = _values(a.content), _values(b.content)
-    if not values_a & values_b:
-        return False
+    # The word tests first: the values need the texts' entities, which cost more.
     if len(words_a) < SUBJECT_MIN_WORDS or len(words_b) < SUBJECT_MIN_WORDS:
         return False
     own_a, own_b = words_a - words_b, words_b - words_a
-    # They differ in values only: each has one, and every word of its own is one.
-    if not (own_a and own_b and own_a <= values_a and own_b <= values_b):
+    if not (own_a and own_b):
         return False
-    return len(words_a & words_b) / len(words_a | words_b) >= SUBJECT_OVERLAP
+    if len(words_a & words_b) / len(words_a | words_b) < SUBJECT_OVERLAP:
+        return False
+    # They differ in values only: each has one, every word of its own is one, one is shared.
+    values_a, values_b = _values(a.content), _values(b.content)
+    return own_a <= values_a and own_b <= values_b and bool(values_a & values_b)
 
 
 @lru_cache(maxsize=65_536)
