@@ -625,7 +625,8 @@ def _subsection(
             f"### {size:,} memories",
             "",
             f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load average (1, 5, 15 min) "
-            f"{loads[0]} before, {loads[1]} after (other work shared the machine).",
+            f"{loads[0]} before, {loads[1]} after (the figures after include the "
+            "benchmark's own processes).",
             f"Command: `{command}`",
             "",
             *table(results, budget),
