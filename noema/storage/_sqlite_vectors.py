@@ -78,12 +78,8 @@ def get_vectors(conn: sqlite3.Connection, op: ops.GetVectors) -> dict[str, np.nd
 
 def _passing(
     conn: sqlite3.Connection, op: ops.SearchVectors, dims: int, memory_rowids: Sequence[int]
-) -> list[tuple[Any, ...]]:
-    """Candidates passing the search's filters: ``(rowid, vector, *memory columns)``.
-
-    The memory's columns come along so the best need no second read; only the
-    ones returned are turned into memories.
-    """
+) -> list[tuple[int, bytes]]:
+    """Candidates passing the search's filters: ``(memory rowid, vector)``."""
     if not memory_rowids:
         return []
     params: list[Any] = [json.dumps(list(memory_rowids)), op.model, dims, op.mind_id]
@@ -91,12 +87,32 @@ def _passing(
     # CROSS JOIN keeps the candidate list as the outer loop: one key look-up per
     # candidate (an IN list of rowids made the planner scan the mind's vectors).
     return conn.execute(
-        f"SELECT m.rowid, v.vector, {MEMORY_SELECT} FROM json_each(?) AS j "
+        "SELECT m.rowid, v.vector FROM json_each(?) AS j "
         "CROSS JOIN memories m ON m.rowid = j.value "
         "CROSS JOIN vectors v ON v.mind_id = m.mind_id AND v.memory_id = m.id "
         f"AND v.model = ? AND v.dims = ? WHERE m.mind_id = ? {where}",
         params,
     ).fetchall()
+
+
+def _memories(conn: sqlite3.Connection, memory_rowids: Sequence[int]) -> dict[int, Memory]:
+    """The memories at ``memory_rowids``, by rowid.
+
+    Read apart from the candidates' vectors: only the best are turned into
+    memories, and reading every candidate's columns cost more than a second
+    statement.
+    """
+    rows = conn.execute(
+        f"SELECT m.rowid, {MEMORY_SELECT} FROM json_each(?) AS j "
+        "CROSS JOIN memories m ON m.rowid = j.value",
+        (json.dumps(list(memory_rowids)),),
+    ).fetchall()
+    return {row[0]: memory_from_row(row[1:]) for row in rows}
+
+
+def _best_first(pair: tuple[float, int]) -> tuple[float, int]:
+    """Sort key: highest similarity first, then the older memory (lower rowid)."""
+    return -pair[0], pair[1]
 
 
 # ---------------------------------------------------------------- the index
@@ -144,7 +160,7 @@ class VectorIndexes:
             found = entry.index.search(query, count, exact=exhaustive or size <= EXACT_BELOW)
             keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
             # Candidates come best first: read them in slices until enough pass the filters.
-            rows: list[tuple[Any, ...]] = []
+            rows: list[tuple[int, bytes]] = []
             step = max(op.limit * 2, RESCORE_MIN)
             for start in range(0, len(keys), step):
                 rows += _passing(conn, op, dims, keys[start : start + step])
@@ -153,9 +169,13 @@ class VectorIndexes:
             if len(rows) >= op.limit or exhaustive:
                 break
             wanted *= CANDIDATE_FACTOR
-        scored = [(float(np.frombuffer(row[1], dtype=np.float32) @ query), row) for row in rows]
-        scored.sort(key=lambda pair: (-pair[0], pair[1][0]))
-        return [(memory_from_row(row[2:]), similarity) for similarity, row in scored[: op.limit]]
+        if not rows:
+            return []
+        vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        similarities = (vectors.reshape(len(rows), dims) @ query).tolist()
+        best = sorted(zip(similarities, (row[0] for row in rows), strict=True), key=_best_first)
+        memories = _memories(conn, [rowid for _, rowid in best[: op.limit]])
+        return [(memories[rowid], similarity) for similarity, rowid in best[: op.limit]]
 
     # ------------------------------------------------------------ upkeep
 
