@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -210,6 +211,12 @@ _ENUM_COLUMNS: tuple[tuple[str, dict[Any, Any]], ...] = tuple(
 _TIME_COLUMNS = tuple(sorted(TIME_COLUMNS))
 
 
+@lru_cache(maxsize=4_096)
+def _tags(text: str) -> tuple[str, ...]:
+    """A tags column as its tuple: few memories' tags differ, and a tuple can be shared."""
+    return tuple(json.loads(text)) if text != "[]" else ()
+
+
 def memory_from_row(row: Sequence[Any]) -> Memory:
     # Rows were validated on the way in: rebuild types without re-validating.
     data = dict(zip(MEMORY_COLUMNS, row, strict=False))
@@ -223,7 +230,7 @@ def memory_from_row(row: Sequence[Any]) -> Memory:
             data[column] = at
     for column, members in _ENUM_COLUMNS:
         data[column] = members[data[column]]
-    data["tags"] = tuple(json.loads(data["tags"])) if data["tags"] != "[]" else ()
+    data["tags"] = _tags(data["tags"])
     data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
     return trusted(Memory, data)
 
