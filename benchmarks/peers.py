@@ -403,9 +403,10 @@ def _by_name(questions: Sequence[str], times: Sequence[float]) -> dict[str, floa
     """
     people = set(PEOPLE)
     # ``times`` may stop short of ``questions`` (a system out of time): the first ones.
-    timed = list(zip(questions, times, strict=False))
-    named = [t for q, t in timed if people & set(q.split())]
-    plain = [t for q, t in timed if not people & set(q.split())]
+    named: list[float] = []
+    plain: list[float] = []
+    for question, took in zip(questions, times, strict=False):
+        (named if people & set(question.split()) else plain).append(took)
     found: dict[str, float] = {}
     if named:
         found["p50_named_ms"] = statistics.median(named)

@@ -173,9 +173,10 @@ class VectorIndexes:
             return []
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
         similarities = (vectors.reshape(len(rows), dims) @ query).tolist()
-        best = sorted(zip(similarities, (row[0] for row in rows), strict=True), key=_best_first)
-        memories = _memories(conn, [rowid for _, rowid in best[: op.limit]])
-        return [(memories[rowid], similarity) for similarity, rowid in best[: op.limit]]
+        ranked = zip(similarities, (row[0] for row in rows), strict=True)
+        best = sorted(ranked, key=_best_first)[: op.limit]
+        memories = _memories(conn, [rowid for _, rowid in best])
+        return [(memories[rowid], similarity) for similarity, rowid in best]
 
     # ------------------------------------------------------------ upkeep
 
