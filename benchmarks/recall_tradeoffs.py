@@ -1,0 +1,248 @@
+"""Recall trade-offs: what the candidate pool and the common-word floor buy, and cost.
+
+    python -m benchmarks.recall_tradeoffs --output docs/benchmarks.md
+
+A fused query scores every candidate its lanes find: ``max(limit × POOL_FACTOR,
+MIN_POOL)`` per lane (``noema.memory.recall``), 50 for the usual limit of 10.
+The SQLite text lanes drop a query word found in ``COMMON_MIN_DOCS`` memories or
+more when rarer words remain (``noema.storage._sqlite_text``), which caps what
+one query can cost. Both are constants, not settings: this benchmark sets them
+for each row and puts them back, and measures for each setting
+
+- recall of LoCoMo evidence turns (categories 1-4, R@5 and R@10 of
+  ``recall(question, limit=10, peek=True)``), once with each conversation in a
+  mind of its own (the LoCoMo protocol, about 600 memories a mind) and once with
+  all ten conversations in one mind (5,882 memories: the other conversations are
+  distractors, and more words pass the floor);
+- the query time on the peers workload (``benchmarks.peers``: 10,000 synthetic
+  memories with 384-d hash vectors; 200 queries, each run under every setting in
+  turn after 20 warm-up queries), p50 and p95.
+
+LoCoMo is embedded with ``--embedder`` (default e5, as in ``benchmarks.locomo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import locomo
+from benchmarks.storage import _percentile, machine, publish
+
+BEGIN, END = "<!-- tradeoffs:begin -->", "<!-- tradeoffs:end -->"
+LIMIT = 10
+CATEGORIES = (1, 2, 3, 4)
+SYNTHETIC_SIZE = 10_000
+SYNTHETIC_QUERIES = 200
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    min_pool: int
+    pool_factor: int
+    common_min_docs: int
+
+
+#: The first is the default; the others move one constant each.
+SETTINGS = (
+    Setting("default (pool 50, floor 2,000)", 50, 5, 2_000),
+    Setting("pool 40", 40, 4, 2_000),
+    Setting("pool 30", 30, 3, 2_000),
+    Setting("floor 1,000", 50, 5, 1_000),
+    Setting("floor 500", 50, 5, 500),
+)
+
+
+@contextmanager
+def applied(setting: Setting) -> Iterator[None]:
+    """``setting``'s constants in force, the defaults back afterwards."""
+    from noema.memory import recall
+    from noema.storage import _sqlite_text
+
+    saved = recall.MIN_POOL, recall.POOL_FACTOR, _sqlite_text.COMMON_MIN_DOCS
+    recall.MIN_POOL, recall.POOL_FACTOR = setting.min_pool, setting.pool_factor
+    _sqlite_text.COMMON_MIN_DOCS = setting.common_min_docs
+    try:
+        yield
+    finally:
+        recall.MIN_POOL, recall.POOL_FACTOR, _sqlite_text.COMMON_MIN_DOCS = saved
+
+
+def _progress(message: str) -> None:
+    print(f"[tradeoffs] {message}", file=sys.stderr, flush=True)
+
+
+def _locomo_minds(
+    conversations: Sequence[locomo.Conversation], embedder: str, tmp: str, *, one_mind: bool
+) -> Iterator[tuple[Any, dict[str, set[str]], list[tuple[int, tuple[str, ...], str]]]]:
+    """Each mind with its memories' turn ids and its questions ``(category, gold, text)``.
+
+    Turn ids are prefixed with the conversation's id, so one mind can hold them all.
+    """
+    from concepts import MemoryInput
+    from noema import Mind
+    from noema.clock import ManualClock
+    from noema.config import MindConfig
+
+    groups = [list(conversations)] if one_mind else [[c] for c in conversations]
+    for number, group in enumerate(groups):
+        clock = ManualClock(max(t.at for c in group for t in c.turns))
+        turns = [(f"{c.sample_id}/{t.dia_id}", t) for c in group for t in c.turns]
+        url = f"sqlite:///{tmp}/{'all' if one_mind else group[0].sample_id}.db"
+        with Mind.open(
+            url, f"m{number}", config=MindConfig(), clock=clock, embedder=embedder
+        ) as mind:
+            items = [
+                MemoryInput(content=t.content, kind="episodic", epistemic="observation", at=t.at)
+                for _, t in turns
+            ]
+            memories = mind.remember_many(items)
+            mind.wait_for_embeddings()
+            dia_ids: dict[str, set[str]] = {}
+            for memory, (dia_id, _) in zip(memories, turns, strict=True):
+                dia_ids.setdefault(memory.id, set()).add(dia_id)
+            questions = [
+                (q.category, tuple(f"{c.sample_id}/{g}" for g in q.gold), q.text)
+                for c in group
+                for q in c.questions
+                if q.category in CATEGORIES
+            ]
+            yield mind, dia_ids, questions
+
+
+def locomo_recall(
+    conversations: Sequence[locomo.Conversation], embedder: str, *, one_mind: bool
+) -> dict[str, dict[str, float]]:
+    """R@5 and R@10 (categories 1-4) under each setting, by setting name."""
+    outcomes: dict[str, list[locomo.Outcome]] = {s.name: [] for s in SETTINGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mind, dia_ids, questions in _locomo_minds(
+            conversations, embedder, tmp, one_mind=one_mind
+        ):
+            for setting in SETTINGS:
+                with applied(setting):
+                    for category, gold, text in questions:
+                        results = mind.recall(text, limit=LIMIT, peek=True)
+                        ranked = [dia_ids.get(r.memory.id, set()) for r in results]
+                        outcomes[setting.name].append(
+                            locomo.Outcome("", category, locomo.score(gold, ranked, LIMIT))
+                        )
+            _progress(f"LoCoMo {'in one mind' if one_mind else 'per conversation'}: a mind done")
+    return {
+        name: {f"r{k}": statistics.fmean(o.recall(k) for o in found) for k in (5, 10)}
+        for name, found in outcomes.items()
+    }
+
+
+def synthetic_times(size: int, queries: int) -> dict[str, dict[str, float]]:
+    """p50 and p95 (ms) of the peers workload's queries under each setting."""
+    from benchmarks.peers import DIMS, WARM_UP, Vectors
+    from benchmarks.storage import synthetic_memories, synthetic_queries
+    from concepts import MemoryInput
+    from noema import Mind
+    from noema.config import MindConfig
+    from noema.embeddings import as_embedder
+
+    items = synthetic_memories(size)
+    questions = synthetic_queries()[:queries]
+    vectors = Vectors([item["content"] for item in items] + questions)
+    embedder = as_embedder(vectors.embeddings(), f"hash-{DIMS}")
+    times: dict[str, list[float]] = {s.name: [] for s in SETTINGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        config = MindConfig(embed_inline_max=1_000_000)
+        with Mind.open(
+            f"sqlite:///{tmp}/peers.db", "bench", embedder=embedder, config=config
+        ) as mind:
+            for start in range(0, size, 1_000):
+                batch = [MemoryInput.model_validate(i) for i in items[start : start + 1_000]]
+                mind.remember_many(batch, batch_size=len(batch))
+            _progress(f"synthetic: {size:,} memories written")
+            for question in questions[:WARM_UP]:
+                mind.recall(question, limit=LIMIT, peek=True)
+            for question in questions:
+                for setting in SETTINGS:
+                    with applied(setting):
+                        t = time.perf_counter()
+                        mind.recall(question, limit=LIMIT, peek=True)
+                        times[setting.name].append((time.perf_counter() - t) * 1000)
+    return {
+        name: {"p50": statistics.median(found), "p95": _percentile(found, 0.95)}
+        for name, found in times.items()
+    }
+
+
+def render(report: dict[str, Any], command: str) -> str:
+    per, one, synthetic = report["per_conversation"], report["one_mind"], report["synthetic"]
+    base = SETTINGS[0].name
+    lines = [
+        BEGIN,
+        "## Recall trade-offs: the candidate pool and the common-word floor",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
+        f"Command: `{command}`",
+        "",
+        "Each row changes one constant of the default. LoCoMo: R@5 and R@10 of",
+        f"`recall(question, limit={LIMIT}, peek=True)`, categories 1-4, embedder",
+        f"`{report['embedder']}`; *per conversation* is the LoCoMo protocol (a mind each),",
+        f"*one mind* holds every conversation ({report['turns']:,} turns together)."
+        " Query time: the peers",
+        f"workload at {report['size']:,} memories (hash vectors), {report['queries']} queries",
+        "run under every setting in turn, so the rows share the machine's state.",
+        "",
+        "| setting | R@5 per conv. | R@10 per conv. | R@5 one mind | R@10 one mind "
+        "| p50 ms | p95 ms | p50 vs default |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for setting in SETTINGS:
+        name = setting.name
+        lines.append(
+            f"| {name} | {per[name]['r5']:.3f} | {per[name]['r10']:.3f} "
+            f"| {one[name]['r5']:.3f} | {one[name]['r10']:.3f} "
+            f"| {synthetic[name]['p50']:.2f} | {synthetic[name]['p95']:.2f} "
+            f"| {synthetic[name]['p50'] / synthetic[base]['p50']:.2f}× |"
+        )
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
+    parser.add_argument("--embedder", default="auto", help="LoCoMo's embedder (auto: e5)")
+    parser.add_argument("--limit", type=int, help="only the first N conversations")
+    parser.add_argument("--size", type=int, default=SYNTHETIC_SIZE, help="synthetic memories")
+    parser.add_argument("--queries", type=int, default=SYNTHETIC_QUERIES)
+    parser.add_argument("--output", type=Path, help="markdown file to update")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        print(f"recall_tradeoffs: data file not found: {args.data}", file=sys.stderr)
+        return 2
+    conversations = locomo.load(args.data)[: args.limit]
+    report = {
+        "embedder": args.embedder if args.embedder != "auto" else "e5 (default)",
+        "turns": sum(len(c.turns) for c in conversations),
+        "size": args.size,
+        "queries": args.queries,
+        "per_conversation": locomo_recall(conversations, args.embedder, one_mind=False),
+        "one_mind": locomo_recall(conversations, args.embedder, one_mind=True),
+        "synthetic": synthetic_times(args.size, args.queries),
+    }
+    command = "python -m benchmarks.recall_tradeoffs"
+    if args.limit:
+        command += f" --limit {args.limit}"
+    publish(render(report, command), args.output, BEGIN, END)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
