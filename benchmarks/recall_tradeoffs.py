@@ -126,9 +126,9 @@ def locomo_recall(
     """R@5 and R@10 (categories 1-4) under each setting, by setting name."""
     outcomes: dict[str, list[locomo.Outcome]] = {s.name: [] for s in SETTINGS}
     with tempfile.TemporaryDirectory() as tmp:
-        for mind, dia_ids, questions in _locomo_minds(
-            conversations, embedder, tmp, one_mind=one_mind
-        ):
+        minds = _locomo_minds(conversations, embedder, tmp, one_mind=one_mind)
+        total = 1 if one_mind else len(conversations)
+        for number, (mind, dia_ids, questions) in enumerate(minds, start=1):
             for setting in SETTINGS:
                 with applied(setting):
                     for category, gold, text in questions:
@@ -137,7 +137,8 @@ def locomo_recall(
                         outcomes[setting.name].append(
                             locomo.Outcome("", category, locomo.score(gold, ranked, LIMIT))
                         )
-            _progress(f"LoCoMo {'in one mind' if one_mind else 'per conversation'}: a mind done")
+            layout = "in one mind" if one_mind else "per conversation"
+            _progress(f"LoCoMo {layout}: mind {number} of {total} done")
     return {
         name: {f"r{k}": statistics.fmean(o.recall(k) for o in found) for k in (5, 10)}
         for name, found in outcomes.items()
