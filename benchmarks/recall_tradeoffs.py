@@ -216,20 +216,45 @@ def render(report: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
     parser.add_argument("--embedder", default="auto", help="LoCoMo's embedder (auto: e5)")
-    parser.add_argument("--limit", type=int, help="only the first N conversations")
-    parser.add_argument("--size", type=int, default=SYNTHETIC_SIZE, help="synthetic memories")
-    parser.add_argument("--queries", type=int, default=SYNTHETIC_QUERIES)
+    parser.add_argument("--limit", type=_positive, help="only the first N conversations")
+    parser.add_argument("--size", type=_positive, default=SYNTHETIC_SIZE, help="synthetic memories")
+    parser.add_argument("--queries", type=_positive, default=SYNTHETIC_QUERIES)
     parser.add_argument("--output", type=Path, help="markdown file to update")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"recall_tradeoffs: data file not found: {args.data}", file=sys.stderr)
         return 2
     conversations = locomo.load(args.data)[: args.limit]
-    report = {
+    from noema.errors import NoemaError
+
+    try:
+        report = measure(conversations, args)
+    except NoemaError as exc:
+        print(f"recall_tradeoffs: {exc}", file=sys.stderr)
+        return 2
+    command = "python -m benchmarks.recall_tradeoffs"
+    if args.limit:
+        command += f" --limit {args.limit}"
+    publish(render(report, command), args.output, BEGIN, END)
+    return 0
+
+
+def measure(
+    conversations: Sequence[locomo.Conversation], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Every figure of the table."""
+    return {
         "embedder": args.embedder if args.embedder != "auto" else "e5 (default)",
         "turns": sum(len(c.turns) for c in conversations),
         "size": args.size,
@@ -238,11 +263,6 @@ def main(argv: list[str] | None = None) -> int:
         "one_mind": locomo_recall(conversations, args.embedder, one_mind=True),
         "synthetic": synthetic_times(args.size, args.queries),
     }
-    command = "python -m benchmarks.recall_tradeoffs"
-    if args.limit:
-        command += f" --limit {args.limit}"
-    publish(render(report, command), args.output, BEGIN, END)
-    return 0
 
 
 if __name__ == "__main__":

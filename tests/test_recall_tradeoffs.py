@@ -45,3 +45,4 @@ def test_the_table_has_every_setting_and_one_conversation_is_the_same_in_one_min
     assert rows[SETTINGS[0].name][-1] == "1.00× |"
     assert _constants() == (50, 5, 2_000)
     assert main(["--data", str(tmp_path / "missing.json")]) == 2
+    assert main([*args, "--embedder", "bogus"]) == 2  # one line, no traceback
