@@ -2,12 +2,13 @@
 
     python -m benchmarks.recall_tradeoffs --output docs/benchmarks.md
 
-A fused query scores every candidate its lanes find: ``max(limit × POOL_FACTOR,
-MIN_POOL)`` per lane (``noema.memory.recall``), 50 for the usual limit of 10.
-The SQLite text lanes drop a query word found in ``COMMON_MIN_DOCS`` memories or
-more when rarer words remain (``noema.storage._sqlite_text``), which caps what
-one query can cost. Both are constants, not settings: this benchmark sets them
-for each row and puts them back, and measures for each setting
+A fused query scores every candidate its lanes find: ``max(limit, 10) ×
+candidates_per_result`` per lane (``MindConfig.candidates_per_result``, 5 by
+default: 50 for the usual limit of 10). The SQLite text lanes drop a query word
+found in ``COMMON_MIN_DOCS`` memories or more when rarer words remain
+(``noema.storage._sqlite_text``), which caps what one query can cost; that one is
+a constant, which this benchmark sets for its rows and puts back. For each
+setting it measures
 
 - recall of LoCoMo evidence turns (categories 1-4, R@5 and R@10 of
   ``recall(question, limit=10, peek=True)``), once with each conversation in a
@@ -48,34 +49,35 @@ SYNTHETIC_QUERIES = 200
 @dataclass(frozen=True)
 class Setting:
     name: str
-    min_pool: int
-    pool_factor: int
+    candidates_per_result: int
     common_min_docs: int
 
+    def view(self, mind: Any) -> Any:
+        """``mind`` recalling with this setting's candidates (the same store)."""
+        return locomo._view(mind, vectors=True, candidates_per_result=self.candidates_per_result)
 
-#: The first is the default; the others move one constant each.
+
+#: The first is the default; the others move one of the two each.
 SETTINGS = (
-    Setting("default (pool 50, floor 2,000)", 50, 5, 2_000),
-    Setting("pool 40", 40, 4, 2_000),
-    Setting("pool 30", 30, 3, 2_000),
-    Setting("floor 1,000", 50, 5, 1_000),
-    Setting("floor 500", 50, 5, 500),
+    Setting("default (pool 50, floor 2,000)", 5, 2_000),
+    Setting("pool 40", 4, 2_000),
+    Setting("pool 30", 3, 2_000),
+    Setting("floor 1,000", 5, 1_000),
+    Setting("floor 500", 5, 500),
 )
 
 
 @contextmanager
 def applied(setting: Setting) -> Iterator[None]:
-    """``setting``'s constants in force, the defaults back afterwards."""
-    from noema.memory import recall
+    """``setting``'s common-word floor in force, the default back afterwards."""
     from noema.storage import _sqlite_text
 
-    saved = recall.MIN_POOL, recall.POOL_FACTOR, _sqlite_text.COMMON_MIN_DOCS
-    recall.MIN_POOL, recall.POOL_FACTOR = setting.min_pool, setting.pool_factor
+    saved = _sqlite_text.COMMON_MIN_DOCS
     _sqlite_text.COMMON_MIN_DOCS = setting.common_min_docs
     try:
         yield
     finally:
-        recall.MIN_POOL, recall.POOL_FACTOR, _sqlite_text.COMMON_MIN_DOCS = saved
+        _sqlite_text.COMMON_MIN_DOCS = saved
 
 
 def _progress(message: str) -> None:
@@ -130,9 +132,10 @@ def locomo_recall(
         total = 1 if one_mind else len(conversations)
         for number, (mind, dia_ids, questions) in enumerate(minds, start=1):
             for setting in SETTINGS:
+                view = setting.view(mind)
                 with applied(setting):
                     for category, gold, text in questions:
-                        results = mind.recall(text, limit=LIMIT, peek=True)
+                        results = view.recall(text, limit=LIMIT, peek=True)
                         ranked = [dia_ids.get(r.memory.id, set()) for r in results]
                         outcomes[setting.name].append(
                             locomo.Outcome("", category, locomo.score(gold, ranked, LIMIT))
@@ -170,11 +173,12 @@ def synthetic_times(size: int, queries: int) -> dict[str, dict[str, float]]:
             _progress(f"synthetic: {size:,} memories written")
             for question in questions[:WARM_UP]:
                 mind.recall(question, limit=LIMIT, peek=True)
+            views = [(setting, setting.view(mind)) for setting in SETTINGS]
             for question in questions:
-                for setting in SETTINGS:
+                for setting, view in views:
                     with applied(setting):
                         t = time.perf_counter()
-                        mind.recall(question, limit=LIMIT, peek=True)
+                        view.recall(question, limit=LIMIT, peek=True)
                         times[setting.name].append((time.perf_counter() - t) * 1000)
     return {
         name: {"p50": statistics.median(found), "p95": _percentile(found, 0.95)}
@@ -192,7 +196,8 @@ def render(report: dict[str, Any], command: str) -> str:
         f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
         f"Command: `{command}`",
         "",
-        "Each row changes one constant of the default. LoCoMo: R@5 and R@10 of",
+        "Each row moves one of the two from the default (the pool is 10 ×",
+        "`candidates_per_result`). LoCoMo: R@5 and R@10 of",
         f"`recall(question, limit={LIMIT}, peek=True)`, categories 1-4, embedder",
         f"`{report['embedder']}`; *per conversation* is the LoCoMo protocol (a mind each),",
         f"*one mind* holds every conversation ({report['turns']:,} turns together)."

@@ -68,7 +68,7 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
     from noema.memory.lanes import graph_lane, text_lane, vector_lane
     from noema.memory.query import understand
     from noema.memory.reader import recall_query
-    from noema.memory.recall import MIN_POOL, POOL_FACTOR, _recall_filters
+    from noema.memory.recall import _recall_filters, candidate_pool
     from noema.memory.scoring import score
 
     recaller = mind._recaller
@@ -78,7 +78,7 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
     for query, vector in zip(queries, vectors, strict=True):
         request = recall_query(query, limit=10, peek=True)
         filters = _recall_filters(request)
-        pool = max(request.limit * POOL_FACTOR, MIN_POOL)
+        pool = candidate_pool(request.limit, mind.config)
         with mind.storage.transaction(write=False) as session:
             now = mind.clock.now()
             marks = [time.perf_counter()]

@@ -44,6 +44,8 @@ DEFAULT_REFLECT_SECONDS = 1_800.0
 DEFAULT_EMBED_MISSING_SECONDS = 600.0
 DEFAULT_LEASE_SECONDS = 300.0
 DEFAULT_RRF_K = 60
+#: Candidates each recall lane offers per result asked for (50 for a limit of 10).
+DEFAULT_CANDIDATES_PER_RESULT = 5
 DEFAULT_DEEP_POOL = 100
 DEFAULT_EMBED_INLINE_MAX = 64
 DEFAULT_DEEP_WEIGHT = 0.3
@@ -174,6 +176,10 @@ class MindConfig(BaseModel):
     newer_wins: bool = True
     fusion: Literal["weighted", "rrf"] = "weighted"
     rrf_k: int = Field(default=DEFAULT_RRF_K, ge=1, le=10_000)
+    #: Candidates each recall lane offers per result asked for, a limit under 10
+    #: counting as 10: fewer is faster and finds less of the evidence
+    #: (docs/benchmarks.md, "Recall trade-offs").
+    candidates_per_result: int = Field(default=DEFAULT_CANDIDATES_PER_RESULT, ge=1, le=50)
     embed_on_write: bool = True
     embed_inline_max: int = Field(default=DEFAULT_EMBED_INLINE_MAX, ge=0, le=1_000_000)
     policy: WritePolicy = WritePolicy()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
+from pydantic import ValidationError
 
 from concepts import Memory, RecallResult, score_reproduces
 from noema import ConfigError, ManualClock, Mind
@@ -23,6 +24,7 @@ from noema.config import DeepConfig, MindConfig, RecallWeights
 from noema.embeddings import E5_MODEL, E5Embedder, as_embedder, dated_text, load_embedder
 from noema.memory.keys import expand_keys
 from noema.memory.query import understand
+from noema.memory.reader import recall_query
 from noema.memory.recall import same_subject
 from noema.memory.rerank import (
     CompressorReranker,
@@ -126,6 +128,28 @@ def test_remember_many_embeds_in_batches(open_mind: OpenMind) -> None:
     mind = open_mind(embedder=counting)
     mind.remember_many([{"content": f"note number {i} about topic {i % 7}"} for i in range(40)])
     assert calls == [40] and vector_count(mind, base.model, 384) == 40
+
+
+@pytest.mark.parametrize(
+    ("per_result", "limit", "offered"), [(5, 10, 50), (2, 10, 20), (2, 3, 20), (5, 30, 120)]
+)
+def test_each_lane_offers_candidates_per_result_for_each_result_asked_for(
+    open_mind: OpenMind, per_result: int, limit: int, offered: int
+) -> None:
+    # Text only: the one lane that finds "zebra" offers max(limit, 10) × per_result.
+    config = MindConfig(candidates_per_result=per_result)
+    mind = open_mind(embedder="none", config=config)
+    mind.remember_many([{"content": f"zebra sighting number {i}"} for i in range(120)])
+    query = recall_query("zebra", limit=limit, peek=True)
+    with mind.storage.transaction(write=False) as session:
+        found = mind._recaller.candidates(session, query, mind.clock.now(), None)
+    assert len(found) == offered
+    assert len(mind.recall("zebra", limit=limit, peek=True)) == limit
+
+
+def test_candidates_per_result_is_at_least_one() -> None:
+    with pytest.raises(ValidationError, match="candidates_per_result"):
+        MindConfig(candidates_per_result=0)
 
 
 # ---------------------------------------------------------------- query understanding

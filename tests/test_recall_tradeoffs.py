@@ -7,22 +7,19 @@ from pathlib import Path
 import pytest
 
 from benchmarks.recall_tradeoffs import BEGIN, END, SETTINGS, applied, main
-from noema.memory import recall
+from noema.config import MindConfig
 from noema.storage import _sqlite_text
 from tests.test_locomo_harness import _data
 
 
-def _constants() -> tuple[int, int, int]:
-    return recall.MIN_POOL, recall.POOL_FACTOR, _sqlite_text.COMMON_MIN_DOCS
-
-
-def test_a_setting_is_put_back_even_when_its_body_fails() -> None:
-    before = _constants()
-    assert before == (SETTINGS[0].min_pool, SETTINGS[0].pool_factor, SETTINGS[0].common_min_docs)
-    with pytest.raises(RuntimeError), applied(SETTINGS[2]):
-        assert _constants() == (30, 3, 2_000)
+def test_the_first_setting_is_the_default_and_a_floor_is_put_back_even_on_failure() -> None:
+    default = SETTINGS[0]
+    assert default.candidates_per_result == MindConfig().candidates_per_result
+    assert default.common_min_docs == _sqlite_text.COMMON_MIN_DOCS
+    with pytest.raises(RuntimeError), applied(SETTINGS[-1]):
+        assert _sqlite_text.COMMON_MIN_DOCS == 500
         raise RuntimeError("boom")
-    assert _constants() == before
+    assert default.common_min_docs == _sqlite_text.COMMON_MIN_DOCS
 
 
 def test_the_table_has_every_setting_and_one_conversation_is_the_same_in_one_mind(
@@ -43,6 +40,6 @@ def test_the_table_has_every_setting_and_one_conversation_is_the_same_in_one_min
         # Four memories: every gold turn is in the top 5, found through its prefixed id.
         assert cells[0] == "1.000" and float(cells[4]) > 0
     assert rows[SETTINGS[0].name][-1] == "1.00× |"
-    assert _constants() == (50, 5, 2_000)
+    assert _sqlite_text.COMMON_MIN_DOCS == 2_000
     assert main(["--data", str(tmp_path / "missing.json")]) == 2
     assert main([*args, "--embedder", "bogus"]) == 2  # one line, no traceback

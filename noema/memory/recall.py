@@ -83,13 +83,13 @@ __all__ = [
     "HOP_FACTOR",
     "LANES",
     "MAX_TERMS",
-    "MIN_POOL",
     "OUTDATED_MARGIN",
-    "POOL_FACTOR",
+    "POOL_MIN_RESULTS",
     "STOPWORDS",
     "SUBJECT_MIN_WORDS",
     "SUBJECT_OVERLAP",
     "Recaller",
+    "candidate_pool",
     "confidence_fade",
     "feedback_adjustment",
     "newer_first",
@@ -97,9 +97,13 @@ __all__ = [
     "same_subject",
 ]
 
-#: Candidates scored per result asked for (and at least ``MIN_POOL``).
-POOL_FACTOR = 5
-MIN_POOL = 50
+#: A limit under this counts as this many results when the candidate pool is sized.
+POOL_MIN_RESULTS = 10
+
+
+def candidate_pool(limit: int, config: MindConfig) -> int:
+    """Candidates each lane offers for ``limit`` results (``candidates_per_result`` each)."""
+    return max(limit, POOL_MIN_RESULTS) * config.candidates_per_result
 
 
 class Recaller:
@@ -289,7 +293,7 @@ class Recaller:
         reference = query.as_of or now
         if plan is None:
             plan = understand(query.text, reference)
-        pool = max(query.limit * POOL_FACTOR, MIN_POOL)
+        pool = candidate_pool(query.limit, self.config)
         found: dict[str, Hit] = {}
         mind, embedder = self.mind.id, self.embedder
         if query.strategy == "worlds-first" and vector is not None and embedder is not None:
@@ -346,7 +350,7 @@ class Recaller:
         ``STRONG_RESULTS`` candidates (itself apart) gives the signal.
         """
         strong = {s.memory.id for s in scored[:STRONG_RESULTS]}
-        pool = [s.memory.id for s in scored[: max(POOL_FACTOR * STRONG_RESULTS, MIN_POOL)]]
+        pool = [s.memory.id for s in scored[: candidate_pool(STRONG_RESULTS, self.config)]]
         partners = pair_weights(
             session, self.mind.id, pool, now, self.config.cooccurrence_half_life_days
         )
