@@ -62,6 +62,8 @@ SETTINGS = (
     Setting("default (pool 50, floor 2,000)", 5, 2_000),
     Setting("pool 40", 4, 2_000),
     Setting("pool 30", 3, 2_000),
+    Setting("pool 100", 10, 2_000),
+    Setting("pool 200", 20, 2_000),
     Setting("floor 1,000", 5, 1_000),
     Setting("floor 500", 5, 500),
 )
