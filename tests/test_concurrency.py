@@ -8,6 +8,9 @@ other), and the audit chain stays one verifiable chain.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from benchmarks.concurrency import run
 
 
@@ -49,3 +52,37 @@ def test_a_reader_that_fails_to_open_is_reported_not_mistaken_for_another() -> N
     out.put(("done", 1, {"reads": 7, "errors": {}, "seconds": 1.0}))
     _gather(out, readers, "done", got)
     assert got["done"][0] == failed and got["done"][1]["reads"] == 7  # type: ignore[index]
+
+
+def _open_together(url: str, start: Any, out: Any) -> None:
+    from noema.storage.sqlite import SQLiteStorage
+
+    start.wait()  # every opener is ready: they open at once
+    try:
+        SQLiteStorage(url).close()
+        out.put("opened")
+    except Exception as exc:  # what the process would report
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """The readers' CI failure: SQLite refuses a second switch of a new file to WAL at once.
+
+    Six processes are released together on a file that does not exist yet, twenty
+    times; before the switch was retried, about one open in sixty failed with
+    ``database is locked`` (the busy timeout does not apply to it).
+    """
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    outcomes: list[str] = []
+    for round_ in range(20):
+        url = f"sqlite:///{tmp_path}/race{round_}.db"
+        start, out = context.Barrier(6), context.Queue()
+        openers = [context.Process(target=_open_together, args=(url, start, out)) for _ in range(6)]
+        for process in openers:
+            process.start()
+        outcomes += [out.get(timeout=60) for _ in openers]
+        for process in openers:
+            process.join()
+    assert [o for o in outcomes if o != "opened"] == []

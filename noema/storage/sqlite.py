@@ -12,6 +12,7 @@ import contextlib
 import errno
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -242,6 +243,30 @@ _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
 }
 
 
+#: Seconds between two tries to switch a new file to WAL while another process does.
+_WAL_RETRY_SECONDS = 0.01
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the database in WAL mode, waiting up to ``timeout`` seconds for the lock.
+
+    Switching a new file to WAL takes an exclusive lock, and SQLite answers a
+    second process switching the same file at that moment "database is locked"
+    at once, without its busy handler (two agents opening a new store together).
+    Once one has switched, the pragma finds WAL and returns.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAL_RETRY_SECONDS)
+
+
 class SQLiteStorage:
     """A SQLite database file (or ``:memory:``) holding any number of minds.
 
@@ -282,8 +307,8 @@ class SQLiteStorage:
         except (ValueError, UnicodeEncodeError) as exc:
             raise ConfigError(f"database path {path!r} is not usable: {exc}") from None
         try:
+            _use_wal(self._conn, busy_timeout_ms / 1000)
             for pragma in (
-                "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = NORMAL",
                 "PRAGMA foreign_keys = ON",
                 f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
