@@ -59,7 +59,13 @@ REBUILD_CHUNK = 1_000
 
 
 def compose(
-    session: Session, mind_id: str, model: str, ids: Sequence[str], vectors: np.ndarray
+    session: Session,
+    mind_id: str,
+    model: str,
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    created: Mapping[str, str] | None = None,
 ) -> None:
     """Fold the vectors about to be stored for memories ``ids`` into their worlds' sums.
 
@@ -68,14 +74,23 @@ def compose(
     under ``(model, dims)`` is taken away, so the sums stay exact when a memory
     is re-embedded, and only a memory that had none adds to its world's count.
     Ids of memories the mind does not hold are ignored.
+
+    ``created``: the world of each of ``ids`` that this transaction created. Such
+    a memory can hold no vector yet, so neither it nor a vector is read back.
     """
     rows = np.asarray(vectors, dtype=np.float32)
     if not len(ids) or rows.ndim != 2 or rows.shape[0] != len(ids):
         return  # PutVectors reports the bad shape
     dims = int(rows.shape[1])
     new = dict(zip(ids, rows, strict=True))  # a repeated id: the last row is what is stored
-    worlds = {m.id: m.world for m in session.run(ops.GetMemories(mind_id, list(new)))}
-    old = session.run(ops.GetVectors(mind_id, model, dims, list(worlds)))
+    known = created or {}
+    worlds = {m_id: known[m_id] for m_id in new if m_id in known}
+    held = [m_id for m_id in new if m_id not in known]
+    old: dict[str, np.ndarray] = {}
+    if held:
+        read = {m.id: m.world for m in session.run(ops.GetMemories(mind_id, held))}
+        old = session.run(ops.GetVectors(mind_id, model, dims, list(read)))
+        worlds.update(read)
     deltas: dict[str, tuple[np.ndarray, int]] = {}
     for memory_id, world in worlds.items():
         total, count = deltas.get(world, (np.zeros(dims), 0))

@@ -312,7 +312,8 @@ class Reconciler:
             if embedded and self.embedder is not None:
                 ids = [m.id for m in embedded]
                 rows = np.stack([vectors[m.content_hash] for m in embedded])
-                compose(session, self.mind.id, self.embedder.model, ids, rows)
+                created = {m.id: m.world for m in embedded}
+                compose(session, self.mind.id, self.embedder.model, ids, rows, created=created)
                 session.run(ops.PutVectors(self.mind.id, self.embedder.model, ids, rows))
         return [pending.get(m.id) or m for m in results]
 
