@@ -83,8 +83,11 @@ def event_record(event: Event) -> dict[str, Any]:
 _SEP = "\x1f"
 
 
-def event_digest(event: Event) -> str:
-    """sha256 of what an export says of an event: id, kind, time, links, payload."""
+def event_digest(event: Event, payload: str | None = None) -> str:
+    """sha256 of what an export says of an event: id, kind, time, links, payload.
+
+    ``payload``: ``canonical(event.payload)``, when the caller has it.
+    """
     text = _SEP.join(
         (
             event.id,
@@ -92,7 +95,7 @@ def event_digest(event: Event) -> str:
             iso(event.at),
             event.memory_id or "",
             event.origin_event or "",
-            canonical(event.payload),
+            canonical(event.payload) if payload is None else payload,
         )
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -106,14 +109,20 @@ def entry_hash(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def chain(head: AuditEntry | None, events: Sequence[Event]) -> list[AuditEntry]:
-    """The audit entries that append ``events`` after ``head``."""
+def chain(
+    head: AuditEntry | None, events: Sequence[Event], payloads: Sequence[str] | None = None
+) -> list[AuditEntry]:
+    """The audit entries that append ``events`` after ``head``.
+
+    ``payloads``: each event's ``canonical`` payload, when the caller has them.
+    """
     seq = head.seq if head else 0
     prev = head.hash if head else GENESIS
     entries: list[AuditEntry] = []
-    for event in events:
+    texts = payloads if payloads is not None else [None] * len(events)
+    for event, payload in zip(events, texts, strict=True):
         seq += 1
-        digest = event_digest(event)
+        digest = event_digest(event, payload)
         h = entry_hash(seq, prev, event.id, event.kind, event.at, digest)
         entries.append(
             trusted(

@@ -13,7 +13,7 @@ from typing import Any
 
 from concepts import Event, trusted
 from noema.ids import new_id
-from noema.memory.audit import chain
+from noema.memory.audit import canonical, chain
 from noema.storage import Session, ops
 
 __all__ = ["EventLog"]
@@ -58,6 +58,8 @@ class EventLog:
         if not self.events:
             return
         head = session.run(ops.AuditHead(self.mind_id))
-        session.run(ops.AppendEvents(self.events))
-        session.run(ops.AppendAudit(self.mind_id, chain(head, self.events)))
+        # Each payload is encoded once: the row stores the text its digest hashes.
+        payloads = [canonical(event.payload) for event in self.events]
+        session.run(ops.AppendEvents(self.events, payloads))
+        session.run(ops.AppendAudit(self.mind_id, chain(head, self.events, payloads)))
         self.events = []

@@ -172,8 +172,8 @@ def relationship_row(r: Relationship) -> tuple[Any, ...]:
     )
 
 
-def event_row(e: Event) -> tuple[Any, ...]:
-    """An event as a row of ``EVENT_INSERT_COLUMNS``."""
+def event_row(e: Event, payload: str | None = None) -> tuple[Any, ...]:
+    """An event as a row of ``EVENT_INSERT_COLUMNS``; ``payload``: its payload's JSON, if known."""
     return (
         e.id,
         e.mind_id,
@@ -181,7 +181,7 @@ def event_row(e: Event) -> tuple[Any, ...]:
         to_micros(e.at),
         e.memory_id,
         e.origin_event,
-        to_json(e.payload),
+        to_json(e.payload) if payload is None else payload,
     )
 
 

@@ -581,8 +581,13 @@ def world_vector_models(s: SqlSession, op: ops.WorldVectorModels) -> list[tuple[
 
 
 def append_events(s: SqlSession, op: ops.AppendEvents) -> None:
-    if op.events:
-        s.append("events", EVENT_INSERT_COLUMNS, [event_row(e) for e in op.events])
+    if not op.events:
+        return
+    if op.payloads is None:
+        rows = [event_row(e) for e in op.events]
+    else:
+        rows = [event_row(e, p) for e, p in zip(op.events, op.payloads, strict=True)]
+    s.append("events", EVENT_INSERT_COLUMNS, rows)
 
 
 def list_events(s: SqlSession, op: ops.ListEvents) -> list[Event]:

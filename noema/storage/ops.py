@@ -462,9 +462,14 @@ class ScanCooccurrence(Op[list[CoEdge]]):
 
 @dataclass(frozen=True, slots=True)
 class AppendEvents(Op[None]):
-    """Append events to their minds' logs; the store numbers them (``seq``) in append order."""
+    """Append events to their minds' logs; the store numbers them (``seq``) in append order.
+
+    ``payloads``: each event's payload as compact JSON with sorted keys
+    (``noema.memory.audit.canonical``), when the caller encoded them already.
+    """
 
     events: Sequence[Event]
+    payloads: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from concepts import (
 )
 from noema.errors import NoemaError, StorageError
 from noema.ids import content_hash, new_id
-from noema.memory.audit import chain
+from noema.memory.audit import canonical, chain, event_digest
 from noema.storage import Storage, open_storage, ops
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
@@ -1154,6 +1154,26 @@ def test_events_keep_append_order_and_filter(storage: Storage) -> None:
     assert ids(memory_id=m2, kinds=["memory_created"]) == [second[1].id]
     assert [e.id for e in read(storage, ops.ListEvents(other))] != []
     assert read(storage, ops.ListEvents(other, memory_id=m2)) == []
+
+
+def test_events_appended_with_their_encoded_payloads_read_back_the_same(
+    storage: Storage,
+) -> None:
+    mind_id = ensure_mind(storage, "m")
+    payloads = [{"content_hash": "x", "n": [1, 2.5, None]}, {"text": "é 🧠"}, {}]
+    plain = [make_event(mind_id, payload=p) for p in payloads]
+    encoded = [make_event(mind_id, payload=p) for p in payloads]
+    write(storage, ops.AppendEvents(plain))
+    write(storage, ops.AppendEvents(encoded, [canonical(e.payload) for e in encoded]))
+
+    events = read(storage, ops.ListEvents(mind_id))
+    assert [e.id for e in events] == [e.id for e in [*plain, *encoded]]
+    for got, sent in zip(events, [*plain, *encoded], strict=True):
+        assert got.model_dump(exclude={"seq"}) == sent.model_dump(exclude={"seq"})
+    # The digest of a stored event is the digest of the event as appended.
+    assert [event_digest(e) for e in events[3:]] == [
+        event_digest(e, canonical(e.payload)) for e in encoded
+    ]
 
 
 def test_audit_head_append_and_list(storage: Storage) -> None:
