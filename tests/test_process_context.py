@@ -173,6 +173,11 @@ def test_an_emitted_payload_follows_the_write_policy(open_mind: OpenMind, secret
         assert "[REDACTED" in event.payload["said"]
 
 
+# Long enough for a real write on a loaded two-core machine (CI once saw Attend's PostgreSQL
+# write pass 0.3 s), short against the blocked hooks' 30 s waits.
+HOOK_TIMEOUT = 2.0
+
+
 class Blocking(Process):
     """Blocks in a synchronous call (as a database lock or a network call without timeout)."""
 
@@ -202,7 +207,9 @@ def test_a_hook_blocked_in_a_synchronous_call_is_timed_out_and_quarantined(mind:
     blocking, counting = Blocking(), Counting()
 
     async def run() -> tuple[list[list[str]], float, set[str]]:
-        workspace = mind.workspace([Attend(), blocking, counting], timeout=0.3, max_failures=2)
+        workspace = mind.workspace(
+            [Attend(), blocking, counting], timeout=HOOK_TIMEOUT, max_failures=2
+        )
         started = time.monotonic()
         failures = []
         for n in range(4):
@@ -218,7 +225,7 @@ def test_a_hook_blocked_in_a_synchronous_call_is_timed_out_and_quarantined(mind:
     # propose timed out; its on_broadcast queued behind the blocked thread and timed out too
     assert failures == [["blocking", "blocking"], [], [], []]
     assert quarantined == {"blocking"}
-    assert took < 10  # two timeouts of 0.3 s, not 30 s waits
+    assert took < 15  # two timeouts of HOOK_TIMEOUT, not 30 s waits
     assert blocking.entered == 1
     assert counting.broadcasts == 4 and mind.stats()["total"] == 4  # the others kept working
     failed = mind.events(kinds=[EventKind.PROCESS_FAILED])
@@ -283,7 +290,7 @@ def test_a_cooperative_hook_blocked_in_an_awaited_call_is_timed_out_on_the_loop(
     blocking = CooperativeBlocking()
 
     async def run() -> list[list[str]]:
-        workspace = mind.workspace([Attend(), blocking], timeout=0.3, max_failures=2)
+        workspace = mind.workspace([Attend(), blocking], timeout=HOOK_TIMEOUT, max_failures=2)
         failures = []
         for n in range(3):
             report = await workspace.step([Observation(content=f"observation number {n}")])
