@@ -545,6 +545,19 @@ def test_the_jobs_package_does_not_import_the_face() -> None:
 # ---------------------------------------------------------------- signals
 
 
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as in a process started from a terminal.
+
+    A process started as a background job inherits SIGINT ignored, and then
+    Python leaves it ignored.
+    """
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, outer)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_signal_handlers_request_shutdown_and_restore_the_previous_ones(
     storage: Storage, clock: ManualClock, make_scheduler: Callable[..., JobScheduler]
 ) -> None:
