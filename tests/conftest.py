@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from hypothesis import settings
 
 from noema import ManualClock, Mind
 
@@ -28,6 +29,11 @@ BACKENDS = [
     pytest.param("postgres-novector", id="postgres-novector"),
 ]
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+# No property test fails for the machine's speed: Hypothesis's default 200 ms deadline per
+# example is a timing assertion, and the machines the suite runs on differ severalfold.
+settings.register_profile("noema", deadline=None)
+settings.load_profile("noema")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from timing import cpu_seconds, grows_linearly, loop_seconds
 
 from noema.memory import timeexpr
 from noema.memory.timeexpr import (
@@ -491,50 +491,21 @@ _CONVERSATION = (
 )
 
 
-def _cpu_seconds(function: object, *args: object, repeat: int = 1, best_of: int = 1) -> float:
-    """CPU seconds a call takes: the mean of `repeat` calls, the best of `best_of` such runs."""
-    assert callable(function)
-    runs = []
-    for _ in range(best_of):
-        started = time.process_time()
-        for _ in range(repeat):
-            function(*args)
-        runs.append((time.process_time() - started) / repeat)
-    return min(runs)
-
-
-def _count(steps: int) -> int:
-    total = 0
-    for step in range(steps):
-        total += step
-    return total
-
-
-def _loop_seconds(steps: int) -> float:
-    """CPU seconds this machine takes for a Python loop of `steps` additions.
-
-    The speed tests compare against it rather than against fixed times: the machines CI
-    runs on differ severalfold in speed, and a loop of 20,000 steps takes about a
-    millisecond on a typical one.
-    """
-    return _cpu_seconds(_count, steps, best_of=5)
-
-
 def test_a_question_parses_faster_than_a_loop_of_20_000_steps() -> None:
     question = (
         "What did Caroline do last May with Melanie after the support group, and when did "
         "she paint the sunrise she talked about in the summer of 2022 near the lake?"
     )
     assert 150 <= len(question) <= 200
-    took = _cpu_seconds(parse_query, question, NOW, repeat=200, best_of=3)
-    assert took < _loop_seconds(20_000)
+    took = cpu_seconds(parse_query, question, NOW, repeat=200, best_of=3)
+    assert took < loop_seconds(20_000)
 
 
 def test_a_long_text_resolves_faster_than_a_loop_of_a_million_steps() -> None:
     text = (_CONVERSATION * 60)[:20_000]
     assert len(resolve_mentions(text, NOW)) > 100
-    took = _cpu_seconds(resolve_mentions, text, NOW, repeat=3, best_of=3)
-    assert took < _loop_seconds(1_000_000)
+    took = cpu_seconds(resolve_mentions, text, NOW, repeat=3, best_of=3)
+    assert took < loop_seconds(1_000_000)
 
 
 @pytest.mark.parametrize(
@@ -548,11 +519,7 @@ def test_a_long_text_resolves_faster_than_a_loop_of_a_million_steps() -> None:
     ids=["spaces", "digits", "may", "near-misses"],
 )
 def test_adversarial_megabyte_is_linear(text: str) -> None:
-    # Ten times the text is ten times the work when parsing is linear, a hundred times when it
-    # is quadratic. A ratio, not a time (see _loop_seconds).
-    tenth = _cpu_seconds(parse_query, text[: len(text) // 10], NOW, best_of=5)
-    whole = _cpu_seconds(parse_query, text, NOW, best_of=3)
-    assert whole < 30 * tenth
+    assert grows_linearly(lambda part: parse_query(part, NOW), text)
 
 
 _ANCHOR_TEXTS = st.one_of(
