@@ -209,6 +209,34 @@ def test_statistics_upkeep_runs_over_the_partitions(
         store.close()
 
 
+def test_statistics_are_refreshed_once_memories_and_vectors_doubled(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_store, "ANALYZE_MIN_ROWS", 10)
+    store = open_partitioned(store_url)
+    written = 0
+
+    def write(count: int) -> None:
+        nonlocal written
+        memories = [make_memory(mind, f"fact {written + i}") for i in range(count)]
+        written += count
+        vectors = np.full((count, 8), 8**-0.5, dtype=np.float32)
+        with store.transaction() as session:
+            session.run(ops.InsertMemories(memories))
+            session.run(ops.PutVectors(mind, "m", [m.id for m in memories], vectors))
+
+    try:
+        mind = add_mind(store, "m")
+        write(20)  # 40 rows, past the minimum: analysed
+        assert store._analyzed_rows == 40
+        write(10)  # 20 more: not yet double
+        assert store._analyzed_rows == 40
+        write(10)  # 40 more in all: doubled
+        assert store._analyzed_rows == 80
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------- chosen once
 
 

@@ -37,8 +37,8 @@ from noema.storage.postgres.schema import migrate
 
 __all__ = ["PostgresSession", "PostgresStorage"]
 
-#: Statistics are refreshed after this many new memories, or once the table doubled
-#: (an ANALYZE samples 30,000 rows: 0.1 to 1 s).
+#: Statistics are refreshed after this many new rows (memories and vectors), or once
+#: those two tables together doubled (an ANALYZE samples 30,000 rows: 0.1 to 1 s).
 ANALYZE_MIN_ROWS = 1_000
 ANALYZE_GROWTH = 1.0
 
@@ -345,12 +345,14 @@ class PostgresStorage:
                 "LATERAL unnest(coalesce((SELECT array_agg(relid) FROM pg_partition_tree(n) "
                 "WHERE isleaf), ARRAY[n])) AS i"
             )
+            # The rows counted in ``inserted``: memories and vectors (-1 is "never analysed").
             row = conn.execute(
-                "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"
+                "SELECT sum(greatest(reltuples, 0)) FROM pg_class "
+                "WHERE oid IN ('memories'::regclass, 'vectors'::regclass)"
             ).fetchone()
         except psycopg.Error:  # statistics are an optimisation: never fail a commit for them
             return
-        self._analyzed_rows = max(0.0, float(row[0])) if row else 0.0
+        self._analyzed_rows = float(row[0] or 0.0) if row else 0.0
 
     def reclaim(self) -> None:
         """After a purge: VACUUM the touched tables, so their indexes and statistics drop it.
