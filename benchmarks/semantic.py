@@ -65,7 +65,7 @@ STAGES = ("understand", "text+keys", "vector", "graph", "score", "rank")
 
 def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, list[float]]:
     """Each stage of ``Recaller.candidates`` and ``rank`` timed apart, in ms (peek)."""
-    from noema.memory.lanes import graph_lane, text_lane, vector_lane
+    from noema.memory.lanes import graph_lane, text_lane, vector_lane, vector_search
     from noema.memory.query import understand
     from noema.memory.reader import recall_query
     from noema.memory.recall import _recall_filters, candidate_pool
@@ -87,7 +87,8 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
             found: dict[str, Any] = {}
             text_lane(session, mind.id, request, plan, filters, pool, found, has_embedder=True)
             marks.append(time.perf_counter())
-            vector_lane(session, mind.id, model, request, filters, pool, vector, found)
+            search = vector_search(session, mind.id, model, request, filters, pool, vector)
+            vector_lane(session, mind.id, model, search.result(), vector, found)
             marks.append(time.perf_counter())
             graph_lane(session, mind.id, request, filters, pool, found)
             marks.append(time.perf_counter())

@@ -369,6 +369,42 @@ def test_bulk_writes_refresh_the_planner_statistics(store_url: str) -> None:
     assert analyzed
 
 
+@pytest.mark.parametrize(("pool", "connections"), [("pool_min=2", 2), ("pool_max=1", 1)])
+def test_a_read_sessions_vector_search_runs_on_a_free_second_connection_in_its_snapshot(
+    store_url: str, pool: str, connections: int
+) -> None:
+    store = open_storage(f"{store_url}&{pool}")
+    assert isinstance(store, PostgresStorage)
+    try:
+        with store.transaction() as session:
+            mind = session.run(ops.EnsureMind("m", new_id(NOW), NOW)).id
+            near, far = make_memory(mind, "near"), make_memory(mind, "far")
+            session.run(ops.InsertMemories([near, far]))
+            vectors = np.array([[0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+            session.run(ops.PutVectors(mind, "v", [near.id, far.id], vectors))
+        query = np.array([1.0, 0.0], dtype=np.float32)
+        search = ops.SearchVectors(mind, "v", query, RecallFilters(), None, 5)
+        stats = store._pool.get_stats()
+        served = stats.get("requests_num", 0) - stats.get("requests_errors", 0)
+        writer = open_storage(store_url)
+        with store.transaction(write=False) as session:
+            session.run(ops.ScanMemories(mind))  # the snapshot is taken
+            nearest = make_memory(mind, "nearest")
+            with writer.transaction() as other:  # committed meanwhile: not in the snapshot
+                other.run(ops.InsertMemories([nearest]))
+                other.run(ops.PutVectors(mind, "v", [nearest.id], query.reshape(1, 2)))
+            writer.close()
+            found = session.submit(search).result()
+        assert [m.id for m, _ in found] == [near.id, far.id]
+        stats = store._pool.get_stats()
+        # A second connection when one is free; else the search ran on the session's own.
+        assert (
+            stats.get("requests_num", 0) - stats.get("requests_errors", 0) - served == connections
+        )
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------- BM25
 
 

@@ -15,6 +15,8 @@ fetches by id (one hop away) is checked with ``RecallFilters.matches``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +28,15 @@ from noema.memory.query import QueryPlan
 from noema.memory.terms import query_terms
 from noema.storage import Session, ops
 
-__all__ = ["HOP_FACTOR", "LANES", "Hit", "graph_lane", "text_lane", "vector_lane"]
+__all__ = [
+    "HOP_FACTOR",
+    "LANES",
+    "Hit",
+    "graph_lane",
+    "text_lane",
+    "vector_lane",
+    "vector_search",
+]
 
 #: The lanes that reciprocal-rank fusion combines.
 LANES = ("text", "vector", "graph")
@@ -106,7 +116,7 @@ def text_lane(
                 candidate.keys = signal
 
 
-def vector_lane(
+def vector_search(
     session: Session,
     mind_id: str,
     model: str,
@@ -114,14 +124,27 @@ def vector_lane(
     filters: RecallFilters,
     pool: int,
     vector: np.ndarray,
+) -> Future[list[tuple[Memory, float]]]:
+    """The nearest memories to ``vector`` under ``model``, submitted to run beside the text lane.
+
+    ``vector_lane`` takes its result.
+    """
+    return session.submit(ops.SearchVectors(mind_id, model, vector, filters, query.as_of, pool))
+
+
+def vector_lane(
+    session: Session,
+    mind_id: str,
+    model: str,
+    hits: Sequence[tuple[Memory, float]],
+    vector: np.ndarray,
     found: dict[str, Hit],
 ) -> None:
-    """The nearest memories to ``vector`` under ``model``; every hit gets its cosine.
+    """The ``vector_search`` hits; every candidate gets its cosine to ``vector``.
 
     Hits of the other lanes are scored against their own stored vectors too, and
     all cosines of the pool are spread over [0, 1] (the ``vector`` signal).
     """
-    hits = session.run(ops.SearchVectors(mind_id, model, vector, filters, query.as_of, pool))
     for position, (memory, similarity) in enumerate(hits, start=1):
         candidate = found.setdefault(memory.id, Hit(memory))
         candidate.vector = similarity

@@ -55,7 +55,15 @@ from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights
 from noema.memory.cooccurrence import signal as cooccurrence_signal
 from noema.memory.events import EventLog
 from noema.memory.history import as_known
-from noema.memory.lanes import HOP_FACTOR, LANES, Hit, graph_lane, text_lane, vector_lane
+from noema.memory.lanes import (
+    HOP_FACTOR,
+    LANES,
+    Hit,
+    graph_lane,
+    text_lane,
+    vector_lane,
+    vector_search,
+)
 from noema.memory.policy import loggable
 from noema.memory.query import QueryPlan, understand
 from noema.memory.reinforce import reinforce_results
@@ -301,11 +309,15 @@ class Recaller:
             filters = worlds_first(
                 session, mind, embedder.model, vector, filters, query.as_of, limit, pooling
             )
+        searched = None
+        if vector is not None and embedder is not None:
+            # Submitted first: a backend that can runs it while the text lane runs.
+            searched = vector_search(session, mind, embedder.model, query, filters, pool, vector)
         text_lane(
             session, mind, query, plan, filters, pool, found, has_embedder=embedder is not None
         )
-        if vector is not None and embedder is not None:
-            vector_lane(session, mind, embedder.model, query, filters, pool, vector, found)
+        if searched is not None and vector is not None and embedder is not None:
+            vector_lane(session, mind, embedder.model, searched.result(), vector, found)
         graph_lane(session, mind, query, filters, pool, found)
         if filters.known_at is not None:  # what the mind believed then, not what it knows now
             hits = list(found.values())

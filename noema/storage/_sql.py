@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -95,6 +96,15 @@ class SqlSession(ABC):
             raise StorageError(
                 f"{self.dialect.name} failed on {type(op).__name__}: {problem}"
             ) from exc
+
+    def submit(self, op: ops.Op[R]) -> Future[R]:
+        """Run ``op`` now (a backend that can run it beside the caller overrides this)."""
+        future: Future[R] = Future()
+        try:
+            future.set_result(self.run(op))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
 
     def prepare(self, op: ops.Op[Any]) -> None:  # noqa: B027 - a hook, empty by default
         """Runs before each handler of this session (after the guard)."""

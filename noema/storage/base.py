@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
@@ -17,6 +18,15 @@ class Session(Protocol):
 
     def run(self, op: Op[R]) -> R:
         """Run one operation and return its declared result."""
+        ...
+
+    def submit(self, op: Op[R]) -> Future[R]:
+        """Start a read operation the caller will want later; its result is ``run``'s.
+
+        A backend may run it beside what the caller does next, in the session's
+        snapshot, or at once (then the future is already done). The transaction
+        waits for it before it ends.
+        """
         ...
 
 

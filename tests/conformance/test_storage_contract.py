@@ -1552,6 +1552,30 @@ def test_a_refused_write_leaves_the_read_session_as_it_was(storage: Storage) -> 
     assert [m.id for m in read(storage, ops.GetMemories(mind, [a.id]))] == [a.id]
 
 
+def test_a_submitted_vector_search_answers_in_the_sessions_snapshot(
+    storage: Storage, store_url: str
+) -> None:
+    mind = ensure_mind(storage, "m")
+    a, b = insert(storage, mind, ["a", "b"])
+    write(storage, ops.PutVectors(mind, "v", [a.id, b.id], unit([[0.6, 0.8], [0.0, 1.0]])))
+    search = ops.SearchVectors(mind, "v", unit([1.0, 0.0]), RecallFilters(), None, 5)
+    writer = open_storage(store_url)
+    try:
+        with storage.transaction(write=False) as session:
+            before = session.run(search)
+            # A nearer memory written meanwhile is not in the session's snapshot.
+            (c,) = insert(writer, mind, ["c"])
+            write(writer, ops.PutVectors(mind, "v", [c.id], unit([[1.0, 0.0]])))
+            submitted = session.submit(search)
+            assert submitted.result() == before == session.run(search)
+        assert [m.id for m, _ in before] == [a.id, b.id]
+        assert [m.id for m, _ in read(storage, search)] == [c.id, a.id, b.id]
+        with storage.transaction() as session:  # a write session runs it too
+            assert session.submit(search).result() == session.run(search)
+    finally:
+        writer.close()
+
+
 def test_vector_search_survives_reopening_the_store(store_url: str) -> None:
     store = open_storage(store_url)
     mind = ensure_mind(store, "m")

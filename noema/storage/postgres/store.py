@@ -4,17 +4,21 @@ Writers of one mind are serialised by a transaction-scoped advisory lock taken
 the first time a write session touches that mind, which gives each mind what
 SQLite's single writer gives the whole file: the audit chain and the
 check-then-insert of the reconciler see no interleaving writer. Read sessions
-are ``REPEATABLE READ READ ONLY``: one snapshot. The handlers both SQL backends
-share live in ``noema.storage._sql``.
+are ``REPEATABLE READ READ ONLY``: one snapshot, which a read op the session
+submits (the vector search of a recall) can share on a second pooled connection,
+so the server runs it while the first connection goes on. The handlers both SQL
+backends share live in ``noema.storage._sql``.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -37,10 +41,16 @@ from noema.storage.postgres.schema import migrate
 
 __all__ = ["PostgresSession", "PostgresStorage"]
 
+R = TypeVar("R")
+
 #: Statistics are refreshed after this many new rows (memories and vectors), or once
 #: those two tables together doubled (an ANALYZE samples 30,000 rows: 0.1 to 1 s).
 ANALYZE_MIN_ROWS = 1_000
 ANALYZE_GROWTH = 1.0
+#: Read ops a read session runs on a second connection, in its own snapshot.
+ASIDE_OPS: frozenset[type[ops.Op[Any]]] = frozenset({ops.SearchVectors})
+#: Seconds to wait for that second connection; without one the op runs in line.
+ASIDE_WAIT = 0.01
 
 
 class PostgresSession(_sql.SqlSession):
@@ -55,6 +65,29 @@ class PostgresSession(_sql.SqlSession):
         self._locked: set[str] = set()
         # Rows this transaction added to memories and vectors: the statistics follow them.
         self.inserted = 0
+        self._aside: list[Future[Any]] = []
+        self._snapshot: str | None = None
+
+    def submit(self, op: ops.Op[R]) -> Future[R]:
+        """Run a read op on a second connection in this session's snapshot, when one is free."""
+        if not self.write and type(op) in ASIDE_OPS:
+            future = self.store.aside(self, op)
+            if future is not None:
+                self._aside.append(future)
+                return future
+        return super().submit(op)
+
+    def snapshot(self) -> str:
+        """This transaction's snapshot, exported (once) for other connections to share."""
+        if self._snapshot is None:
+            row = self.cur.execute("SELECT pg_export_snapshot()").fetchone()
+            assert row is not None
+            self._snapshot = str(row[0])
+        return self._snapshot
+
+    def settle(self) -> None:
+        """Wait for the ops submitted aside: their snapshot lasts as long as this transaction."""
+        concurrent.futures.wait(self._aside)
 
     def prepare(self, op: ops.Op[Any]) -> None:
         """In a write session, lock the op's minds against their other writers first."""
@@ -234,6 +267,9 @@ class PostgresStorage:
         self.leases = leases.Leases(self.conninfo)
         self.indexes = vectors.HnswIndexes(self.conninfo, self.options)
         self._growth_lock = threading.Lock()
+        self._aside_lock = threading.Lock()
+        self._aside_threads: ThreadPoolExecutor | None = None
+        self._shares_snapshots = False
         self._grown = 0
         self._analyzed_rows = 0.0
         #: pgvector's version as numbers, ``(0, 8, 0)``; None when vectors are bytes.
@@ -245,6 +281,9 @@ class PostgresStorage:
                 )
                 if self.pgvector:
                     self.pgvector_version = vectors.pgvector_version(conn)
+                # A standby may refuse to export a snapshot: reads there stay in line.
+                row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+                self._shares_snapshots = row is not None and not row[0]
         except psycopg.OperationalError as exc:
             raise StorageError(
                 f"cannot connect to PostgreSQL at {redact(self.conninfo)}: {first_line(exc)}"
@@ -309,9 +348,11 @@ class PostgresStorage:
                 try:
                     yield session
                 except BaseException:
+                    session.settle()
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
                     raise
+                session.settle()
                 try:
                     conn.execute("COMMIT")
                 except psycopg.Error as exc:
@@ -322,6 +363,53 @@ class PostgresStorage:
             raise StorageError(f"no database connection free: {exc}") from exc
         except psycopg.OperationalError as exc:
             raise StorageError(f"lost the database connection: {first_line(exc)}") from exc
+
+    def aside(self, session: PostgresSession, op: ops.Op[R]) -> Future[R] | None:
+        """Start ``op`` on a second pooled connection in ``session``'s snapshot.
+
+        None when no connection is free within ``ASIDE_WAIT`` (the caller runs it in
+        line): at once when every connection the pool may open is in use, so busy
+        recalls never wait on each other for a second connection.
+        """
+        if not self._shares_snapshots:
+            return None
+        stats = self._pool.get_stats()
+        if not stats.get("pool_available") and stats.get("pool_size", 0) >= self.options.pool_max:
+            return None
+        try:
+            conn = self._pool.getconn(timeout=ASIDE_WAIT)
+        except PoolTimeout:
+            return None
+        try:
+            snapshot = session.snapshot()
+            with self._aside_lock:
+                if self._aside_threads is None:
+                    self._aside_threads = ThreadPoolExecutor(
+                        self.options.pool_max, thread_name_prefix="noema-aside"
+                    )
+                return self._aside_threads.submit(self._run_aside, conn, snapshot, op)
+        except BaseException:
+            self._pool.putconn(conn)
+            raise
+
+    def _run_aside(self, conn: psycopg.Connection[Any], snapshot: str, op: ops.Op[R]) -> R:
+        try:
+            conn.execute(
+                sql.SQL(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}"
+                ).format(sql.Literal(snapshot))
+            )
+            try:
+                return PostgresSession(self, conn, write=False).run(op)
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")  # read only: nothing to keep
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"lost the database connection: {first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot share the read snapshot: {first_line(exc)}") from exc
+        finally:
+            self._pool.putconn(conn)
 
     def _grew(self, conn: psycopg.Connection[Any], inserted: int) -> None:
         """Refresh the planner's statistics (and the GIN index) once the tables grew enough.
@@ -373,4 +461,6 @@ class PostgresStorage:
     def close(self) -> None:
         """Release the lease connection (and its advisory locks), then close the pool."""
         self.leases.close()
+        if self._aside_threads is not None:
+            self._aside_threads.shutdown()
         self._pool.close()
