@@ -388,8 +388,10 @@ class PostgresStorage:
                         self.options.pool_max, thread_name_prefix="noema-aside"
                     )
                 return self._aside_threads.submit(self._run_aside, conn, snapshot, op)
-        except BaseException:
+        except BaseException as exc:
             self._pool.putconn(conn)
+            if isinstance(exc, psycopg.Error):
+                raise StorageError(f"cannot export the read snapshot: {first_line(exc)}") from exc
             raise
 
     def _run_aside(self, conn: psycopg.Connection[Any], snapshot: str, op: ops.Op[R]) -> R:
