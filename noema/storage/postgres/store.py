@@ -318,7 +318,11 @@ class PostgresStorage:
 
     @property
     def concurrency(self) -> int:
-        """The pool's largest size (``pool_max``): each transaction holds one connection."""
+        """The pool's largest size (``pool_max``): each transaction holds one connection.
+
+        A read session borrows a second one for a submitted op only while one is free
+        (``aside``), so this many transactions can always run at once.
+        """
         return self.options.pool_max
 
     def schema_version(self) -> int:
