@@ -176,8 +176,8 @@ def test_an_hnsw_index_per_model_is_built_when_due_and_finds_the_exact_best(
                 ops.SearchVectors(mind, "model-b", vectors[2, :8], RecallFilters(), None, 3)
             )
         exact = np.argsort(-(vectors @ query))[:5]
-        assert [m.id for m, _ in found] == [memories[i].id for i in exact]
-        assert [s for _, s in found] == pytest.approx([float(vectors[i] @ query) for i in exact])
+        assert [m.id for m, *_ in found] == [memories[i].id for i in exact]
+        assert [s for _, s, _ in found] == pytest.approx([float(vectors[i] @ query) for i in exact])
         assert small[0][0].id == memories[2].id
         indexes = [
             r[0]
@@ -269,7 +269,7 @@ def test_before_pgvector_0_8_filtered_searches_still_find_the_exact_best(
                     "current_setting('hnsw.ef_search')"
                 )
                 assert row is not None
-                return [m.id for m, _ in found], str(row[0]), str(row[1])
+                return [m.id for m, *_ in found], str(row[0]), str(row[1])
 
         for tag, k in (("rare", 10), ("half", 10), (None, 5)):
             passing = [i for i, t in enumerate(tags) if tag is None or tag in t]
@@ -395,7 +395,7 @@ def test_a_read_sessions_vector_search_runs_on_a_free_second_connection_in_its_s
                 other.run(ops.PutVectors(mind, "v", [nearest.id], query.reshape(1, 2)))
             writer.close()
             found = session.submit(search).result()
-        assert [m.id for m, _ in found] == [near.id, far.id]
+        assert [m.id for m, *_ in found] == [near.id, far.id]
         stats = store._pool.get_stats()
         # A second connection when one is free; else the search ran on the session's own.
         assert (

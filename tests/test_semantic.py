@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from concepts import DecayClass, RecallResult, Relation, score_reproduces
+from concepts import DecayClass, Memory, RecallResult, Relation, score_reproduces
 from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
 from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights
@@ -30,12 +30,14 @@ from noema.embeddings import (
     load_embedder,
     minilm_available,
 )
+from noema.memory.adjust import diversify
 from noema.memory.recall import (
     DIVERSITY_COST,
     DIVERSITY_THRESHOLD,
     FEEDBACK_BOOST,
     FEEDBACK_PENALTY,
 )
+from noema.memory.scoring import Scored
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]
@@ -235,6 +237,37 @@ def test_near_duplicates_pay_the_diversity_penalty(open_mind: OpenMind) -> None:
     )
     assert score_reproduces(second)
     assert "diversity" not in results[2].components
+
+
+def test_diversity_compares_the_vectors_the_lanes_read_and_reads_only_the_rest(
+    open_mind: OpenMind,
+) -> None:
+    embedder = as_embedder(HashEmbedder(64))
+    mind = open_mind(embedder=embedder)
+    texts = ("alpha beta gamma", "alpha beta gamma!", "delta epsilon")
+    first, second, third = (mind.remember(text) for text in texts)
+    a, b, _ = embedder.documents(list(texts))
+
+    def item(memory: Memory, score: float, vector: np.ndarray | None) -> Scored:
+        return Scored(memory, {"text": score}, {"text": score}, {"text": 1.0}, vector)
+
+    # The first two carry vectors, as the vector lane leaves them; the second
+    # carries the first's, so it repeats the first whatever its stored vector says.
+    window = [
+        item(first, 0.9, a),
+        item(third, 0.8, a),
+        item(second, 0.7, None),  # carries none: its stored vector is read
+    ]
+    with mind.storage.transaction(write=False) as session:
+        ranked = diversify(session, mind.id, embedder, window, limit=5)
+    costs = {s.memory.id: s.components.get("diversity") for s in ranked}
+    assert costs[first.id] is None
+    assert costs[third.id] == pytest.approx(-(1.0 - DIVERSITY_THRESHOLD) * DIVERSITY_COST, abs=1e-5)
+    similarity = float(a @ b)
+    assert similarity > DIVERSITY_THRESHOLD
+    assert costs[second.id] == pytest.approx(
+        -(similarity - DIVERSITY_THRESHOLD) * DIVERSITY_COST, abs=1e-5
+    )
 
 
 def test_feedback_boosts_and_penalises_within_bounds(mind: Mind) -> None:

@@ -74,15 +74,23 @@ def diversify(
     """Cost a result ``(sim - 0.9) * 0.5`` when it nearly repeats a higher-ranked one.
 
     Only the top ``2 × limit`` are compared, by their stored vectors under
-    ``embedder``'s model; a result without one is left alone.
+    ``embedder``'s model (those the vector lane read, the others read here); a
+    result without one is left alone.
     """
     window = scored[: limit * 2]
     if len(window) < 2:
         return scored
-    stored = session.run(
-        ops.GetVectors(mind_id, embedder.model, embedder.dims, [s.memory.id for s in window])
+    unread = [s.memory.id for s in window if s.vector is None]
+    stored = (
+        session.run(ops.GetVectors(mind_id, embedder.model, embedder.dims, unread))
+        if unread
+        else {}
     )
-    held = [(item, stored[item.memory.id]) for item in window if item.memory.id in stored]
+    held = [
+        (item, item.vector if item.vector is not None else stored[item.memory.id])
+        for item in window
+        if item.vector is not None or item.memory.id in stored
+    ]
     if len(held) > 1:
         rows = np.stack([row for _, row in held])
         for position in range(1, len(held)):

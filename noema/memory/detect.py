@@ -369,7 +369,7 @@ def _candidates(
         close = session.run(
             ops.SearchVectors(mind_id, model, vector, filters, None, CANDIDATES_PER_LANE)
         )
-        for m, cosine in close:
+        for m, cosine, _ in close:
             pool[m.id] = m
             near[m.id] = float(cosine)
     return pool, near

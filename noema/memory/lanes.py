@@ -55,6 +55,7 @@ class Hit:
     cosine: float | None = None  # the raw cosine to the query
     graph: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)  # lane -> 1-based rank
+    stored: np.ndarray | None = None  # the memory's vector, once the vector lane read it
 
 
 def text_lane(
@@ -124,7 +125,7 @@ def vector_search(
     filters: RecallFilters,
     pool: int,
     vector: np.ndarray,
-) -> Future[list[tuple[Memory, float]]]:
+) -> Future[list[ops.Nearest]]:
     """The nearest memories to ``vector`` under ``model``, submitted to run beside the text lane.
 
     ``vector_lane`` takes its result.
@@ -136,24 +137,27 @@ def vector_lane(
     session: Session,
     mind_id: str,
     model: str,
-    hits: Sequence[tuple[Memory, float]],
+    hits: Sequence[ops.Nearest],
     vector: np.ndarray,
     found: dict[str, Hit],
 ) -> None:
     """The ``vector_search`` hits; every candidate gets its cosine to ``vector``.
 
     Hits of the other lanes are scored against their own stored vectors too, and
-    all cosines of the pool are spread over [0, 1] (the ``vector`` signal).
+    all cosines of the pool are spread over [0, 1] (the ``vector`` signal). Each
+    candidate keeps the stored vector it was scored by (``Hit.stored``).
     """
-    for position, (memory, similarity) in enumerate(hits, start=1):
+    for position, (memory, similarity, row) in enumerate(hits, start=1):
         candidate = found.setdefault(memory.id, Hit(memory))
         candidate.vector = similarity
+        candidate.stored = row
         candidate.ranks["vector"] = position
     missing = [c.memory.id for c in found.values() if c.vector is None]
     if missing:
         stored = session.run(ops.GetVectors(mind_id, model, int(vector.shape[0]), missing))
         for memory_id, row in stored.items():
             found[memory_id].vector = float(row @ vector)
+            found[memory_id].stored = row
     # The signal spreads the pool's cosines over [0, 1], as the text signal is
     # spread by the best rank: raw cosines of one model crowd into a narrow band.
     cosines = [c.vector for c in found.values() if c.vector is not None]

@@ -13,6 +13,8 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+
 from concepts import (
     CONFIDENCE_HALF_LIFE_DAYS,
     LIFECYCLE_SIGNAL,
@@ -48,12 +50,16 @@ EXPLORATION_WEIGHT = 0.1
 
 @dataclass
 class Scored:
-    """A candidate with its signals, the weights applied to them and the components."""
+    """A candidate with its signals, the weights applied to them and the components.
+
+    ``vector``: the memory's stored vector when the vector lane read it.
+    """
 
     memory: Memory
     components: dict[str, float]
     signals: dict[str, float]
     weights: dict[str, float]
+    vector: np.ndarray | None = None
 
     @property
     def score(self) -> float:
@@ -150,7 +156,7 @@ def score(
         # Thompson sampling: a draw from the confidence posterior, centred on its mean.
         draw = rng.betavariate(memory.alpha, memory.beta)
         components["exploration"] = EXPLORATION_WEIGHT * (draw - memory.confidence)
-    return Scored(memory, components, signals, weights)
+    return Scored(memory, components, signals, weights, candidate.stored)
 
 
 def feedback_adjustment(mean: float) -> float:

@@ -136,7 +136,7 @@ class VectorIndexes:
 
     def search(
         self, conn: sqlite3.Connection, op: ops.SearchVectors, *, sync: bool
-    ) -> list[tuple[Memory, float]]:
+    ) -> list[ops.Nearest]:
         """Exact cosine of the best candidates the index offers, widening until enough pass.
 
         ``sync``: catch the index up with the table first (not with vectors this
@@ -172,11 +172,16 @@ class VectorIndexes:
         if not rows:
             return []
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
-        similarities = (vectors.reshape(len(rows), dims) @ query).tolist()
+        vectors = vectors.reshape(len(rows), dims)
+        similarities = (vectors @ query).tolist()
         ranked = zip(similarities, (row[0] for row in rows), strict=True)
         best = sorted(ranked, key=_best_first)[: op.limit]
         memories = _memories(conn, [rowid for _, rowid in best])
-        return [(memories[rowid], similarity) for similarity, rowid in best]
+        held = {row[0]: position for position, row in enumerate(rows)}
+        return [
+            ops.Nearest(memories[rowid], similarity, vectors[held[rowid]])
+            for similarity, rowid in best
+        ]
 
     # ------------------------------------------------------------ upkeep
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -349,12 +349,21 @@ class CountVectors(Op[tuple[int, int]]):
     dims: int
 
 
+class Nearest(NamedTuple):
+    """A memory ``SearchVectors`` found: its exact cosine and the stored vector it was scored by."""
+
+    memory: Memory
+    similarity: float
+    vector: np.ndarray
+
+
 @dataclass(frozen=True, slots=True)
-class SearchVectors(Op[list[tuple[Memory, float]]]):
+class SearchVectors(Op[list[Nearest]]):
     """Nearest memories to ``query`` under ``(model, len(query))``: exact cosine, best first.
 
     A backend may find candidates with an approximate index but scores them
-    exactly; only memories passing ``filters`` and ``as_of`` are returned.
+    exactly; only memories passing ``filters`` and ``as_of`` are returned. Each
+    comes with its stored vector, so a caller need not read it again.
     """
 
     mind_id: str

@@ -175,7 +175,7 @@ def _get_vectors(s: _Session, op: ops.GetVectors) -> dict[str, np.ndarray]:
     return get_vectors(s.conn, op)
 
 
-def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
+def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[ops.Nearest]:
     return s.vectors.search(s.conn, op, sync=not s.wrote_vectors)
 
 

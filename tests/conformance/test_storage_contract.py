@@ -1419,6 +1419,11 @@ def insert(storage: Storage, mind_id: str, contents: Sequence[str], **fields: An
     return memories
 
 
+def pairs(found: list[ops.Nearest]) -> list[tuple[str, float, list[float]]]:
+    """A vector search's hits in a comparable form: id, similarity, the vector as a list."""
+    return [(m.id, similarity, vector.tolist()) for m, similarity, vector in found]
+
+
 def nearest(
     storage: Storage,
     mind_id: str,
@@ -1429,9 +1434,13 @@ def nearest(
     as_of: datetime | None = None,
     limit: int = 10,
 ) -> list[tuple[Memory, float]]:
+    """The hits of a vector search, each checked to carry the vector it was scored by."""
     op = ops.SearchVectors(mind_id, model, unit(query), filters or RecallFilters(), as_of, limit)
-    result: list[tuple[Memory, float]] = read(storage, op)
-    return result
+    found: list[ops.Nearest] = read(storage, op)
+    for _, similarity, vector in found:
+        assert vector.dtype == np.float32
+        assert float(vector @ op.query) == pytest.approx(similarity, abs=1e-6)
+    return [(memory, similarity) for memory, similarity, _ in found]
 
 
 def test_vectors_are_keyed_by_model_and_dimensions_and_never_mix(storage: Storage) -> None:
@@ -1453,6 +1462,11 @@ def test_vectors_are_keyed_by_model_and_dimensions_and_never_mix(storage: Storag
     # Searching one model sees only its own vectors, scored in its own space.
     hits = nearest(storage, mind, "model-y", [0, 0, 1, 0])
     assert [(m.id, round(sim, 6)) for m, sim in hits] == [(a.id, 1.0)]
+    # Each hit carries the stored vector it was scored by, as GetVectors reads it.
+    search = ops.SearchVectors(mind, "model-x", unit([1, 0, 0, 0]), RecallFilters(), None, 10)
+    assert [(m.id, v.tolist()) for m, _, v in read(storage, search)] == [
+        (i, x[i].tolist()) for i in (a.id, b.id)
+    ]
     hits = nearest(storage, mind, "model-x", [0, 0, 1, 0])
     assert {m.id for m, _ in hits} == {a.id, b.id}
     assert all(abs(sim) < 1e-6 for _, sim in hits)
@@ -1547,7 +1561,7 @@ def test_a_refused_write_leaves_the_read_session_as_it_was(storage: Storage) -> 
             with pytest.raises(TypeError, match="needs a write transaction"):
                 session.run(op)
             found = session.run(ops.SearchVectors(mind, "v", query, RecallFilters(), None, 5))
-            assert [(m.id, round(similarity, 6)) for m, similarity in found] == expected
+            assert [(m.id, round(similarity, 6)) for m, similarity, _ in found] == expected
     assert read(storage, ops.SearchEntities(mind, ["name:a"], RecallFilters(), None, 5)) == []
     assert [m.id for m in read(storage, ops.GetMemories(mind, [a.id]))] == [a.id]
 
@@ -1567,11 +1581,11 @@ def test_a_submitted_vector_search_answers_in_the_sessions_snapshot(
             (c,) = insert(writer, mind, ["c"])
             write(writer, ops.PutVectors(mind, "v", [c.id], unit([[1.0, 0.0]])))
             submitted = session.submit(search)
-            assert submitted.result() == before == session.run(search)
-        assert [m.id for m, _ in before] == [a.id, b.id]
-        assert [m.id for m, _ in read(storage, search)] == [c.id, a.id, b.id]
+            assert pairs(submitted.result()) == pairs(before) == pairs(session.run(search))
+        assert [m.id for m, *_ in before] == [a.id, b.id]
+        assert [m.id for m, *_ in read(storage, search)] == [c.id, a.id, b.id]
         with storage.transaction() as session:  # a write session runs it too
-            assert session.submit(search).result() == session.run(search)
+            assert pairs(session.submit(search).result()) == pairs(session.run(search))
     finally:
         writer.close()
 

@@ -230,7 +230,7 @@ def get_vectors(s: Session, op: ops.GetVectors) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------- search
 
 
-def search_vectors(s: Session, op: ops.SearchVectors) -> list[tuple[Memory, float]]:
+def search_vectors(s: Session, op: ops.SearchVectors) -> list[ops.Nearest]:
     """The nearest memories to ``op.query`` passing the filters, by exact cosine, best first."""
     query = unit_query(op.query)
     if query is None:
@@ -277,9 +277,9 @@ def search_vectors(s: Session, op: ops.SearchVectors) -> list[tuple[Memory, floa
     matrix = np.vstack([_as_array(r[1]) for r in rows])
     similarities = matrix @ query
     order = sorted(range(len(seqs)), key=lambda i: (-float(similarities[i]), seqs[i]))
-    best = [(seqs[i], float(similarities[i])) for i in order[: op.limit]]
-    found = s.memories_by_seq(op.mind_id, [seq for seq, _ in best])
-    return [(found[seq], similarity) for seq, similarity in best]
+    best = order[: op.limit]
+    found = s.memories_by_seq(op.mind_id, [seqs[i] for i in best])
+    return [ops.Nearest(found[seqs[i]], float(similarities[i]), matrix[i]) for i in best]
 
 
 def _nearest_without_iterative_scan(
