@@ -88,7 +88,7 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
             text_lane(session, mind.id, request, plan, filters, pool, found, has_embedder=True)
             marks.append(time.perf_counter())
             search = vector_search(session, mind.id, model, request, filters, pool, vector)
-            vector_lane(session, mind.id, model, search.result(), vector, found)
+            vector_lane(session, mind.id, model, search, vector, found)
             marks.append(time.perf_counter())
             graph_lane(session, mind.id, request, filters, pool, found)
             marks.append(time.perf_counter())

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from concepts import DecayClass, Memory, RecallResult, Relation, score_reproduces
+from concepts import DecayClass, Memory, RecallFilters, RecallResult, Relation, score_reproduces
 from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
 from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights
@@ -31,6 +33,7 @@ from noema.embeddings import (
     minilm_available,
 )
 from noema.memory.adjust import diversify
+from noema.memory.lanes import Hit, vector_lane
 from noema.memory.recall import (
     DIVERSITY_COST,
     DIVERSITY_THRESHOLD,
@@ -38,7 +41,7 @@ from noema.memory.recall import (
     FEEDBACK_PENALTY,
 )
 from noema.memory.scoring import Scored
-from noema.storage import ops
+from noema.storage import Session, ops
 
 OpenMind = Callable[..., Mind]
 
@@ -268,6 +271,45 @@ def test_diversity_compares_the_vectors_the_lanes_read_and_reads_only_the_rest(
     assert costs[second.id] == pytest.approx(
         -(similarity - DIVERSITY_THRESHOLD) * DIVERSITY_COST, abs=1e-5
     )
+
+
+def test_the_vector_lane_scores_alike_whether_the_search_is_still_running_or_done(
+    open_mind: OpenMind,
+) -> None:
+    embedder = as_embedder(HashEmbedder(64))
+    mind = open_mind(embedder=embedder)
+    texts = ["invoice due friday", "invoice paid", "printer broken", "friday lunch", "tea"]
+    memories = [mind.remember(text) for text in texts]
+    query = embedder.query("invoice friday")
+    search = ops.SearchVectors(mind.id, embedder.model, query, RecallFilters(), None, 2)
+
+    def lane(session: Session, running: bool) -> dict[str, tuple[float | None, list[float]]]:
+        # The text lane found the printer and the lunch; the search finds two others.
+        found = {m.id: Hit(m) for m in (memories[2], memories[3])}
+        hits: Future[list[ops.Nearest]] = Future()
+        if running:  # answered while the lane reads the text hits' vectors
+            threading.Timer(0.05, hits.set_result, [session.run(search)]).start()
+        else:
+            hits.set_result(session.run(search))
+        vector_lane(session, mind.id, embedder.model, hits, query, found)
+        return {
+            i: (h.cosine, h.stored.tolist() if h.stored is not None else [])
+            for i, h in found.items()
+        }
+
+    with mind.storage.transaction(write=False) as session:
+        done, running = lane(session, running=False), lane(session, running=True)
+    assert running == done
+    with mind.storage.transaction(write=False) as session:
+        nearest = {m.id for m, _, _ in session.run(search)}
+    assert set(done) == nearest | {memories[2].id, memories[3].id} and len(done) > 2
+    stored = embedder.documents(texts)
+    for memory, row in zip(memories, stored, strict=True):
+        if memory.id not in done:
+            continue
+        cosine, vector = done[memory.id]
+        assert cosine == pytest.approx(float(row @ query), abs=1e-5)
+        assert vector == pytest.approx(row.tolist(), abs=1e-6)
 
 
 def test_feedback_boosts_and_penalises_within_bounds(mind: Mind) -> None:

@@ -15,7 +15,6 @@ fetches by id (one hop away) is checked with ``RecallFilters.matches``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -137,7 +136,7 @@ def vector_lane(
     session: Session,
     mind_id: str,
     model: str,
-    hits: Sequence[ops.Nearest],
+    search: Future[list[ops.Nearest]],
     vector: np.ndarray,
     found: dict[str, Hit],
 ) -> None:
@@ -145,19 +144,30 @@ def vector_lane(
 
     Hits of the other lanes are scored against their own stored vectors too, and
     all cosines of the pool are spread over [0, 1] (the ``vector`` signal). Each
-    candidate keeps the stored vector it was scored by (``Hit.stored``).
+    candidate keeps the stored vector it was scored by (``Hit.stored``). While
+    the search still runs beside the session, the other lanes' vectors are read
+    meanwhile; once it is done, only those of memories it did not find.
     """
-    for position, (memory, similarity, row) in enumerate(hits, start=1):
+    stored: dict[str, np.ndarray] = {}
+    dims = int(vector.shape[0])
+    if found and not search.done():
+        stored = session.run(ops.GetVectors(mind_id, model, dims, list(found)))
+    for position, (memory, similarity, row) in enumerate(search.result(), start=1):
         candidate = found.setdefault(memory.id, Hit(memory))
         candidate.vector = similarity
         candidate.stored = row
         candidate.ranks["vector"] = position
-    missing = [c.memory.id for c in found.values() if c.vector is None]
+    missing = [
+        c.memory.id for c in found.values() if c.vector is None and c.memory.id not in stored
+    ]
     if missing:
-        stored = session.run(ops.GetVectors(mind_id, model, int(vector.shape[0]), missing))
-        for memory_id, row in stored.items():
-            found[memory_id].vector = float(row @ vector)
-            found[memory_id].stored = row
+        rest = session.run(ops.GetVectors(mind_id, model, dims, missing))
+        stored.update(rest)
+    for memory_id, row in stored.items():
+        candidate = found[memory_id]
+        if candidate.vector is None:
+            candidate.vector = float(row @ vector)
+            candidate.stored = row
     # The signal spreads the pool's cosines over [0, 1], as the text signal is
     # spread by the best rank: raw cosines of one model crowd into a narrow band.
     cosines = [c.vector for c in found.values() if c.vector is not None]

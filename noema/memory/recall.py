@@ -317,7 +317,7 @@ class Recaller:
             session, mind, query, plan, filters, pool, found, has_embedder=embedder is not None
         )
         if searched is not None and vector is not None and embedder is not None:
-            vector_lane(session, mind, embedder.model, searched.result(), vector, found)
+            vector_lane(session, mind, embedder.model, searched, vector, found)
         graph_lane(session, mind, query, filters, pool, found)
         if filters.known_at is not None:  # what the mind believed then, not what it knows now
             hits = list(found.values())
