@@ -419,6 +419,39 @@ def test_bm25_follows_fts5() -> None:
     assert token_count("INC-7 is well-known, isn't it?") == 8  # inc 7 is well known isn t it
 
 
+def _ferry_and_harbour(index: int) -> str:
+    """Short ferry notes, some saying it three times; long harbour notes (a rarer word); others."""
+    if index < 400:
+        return f"ferry {'ferry ferry ' if index % 7 == 0 else ''}note {index}"
+    if index < 550:
+        return f"the harbour was quiet and grey when the boats came back late on day {index}"
+    return f"an unrelated memory about gardens and walls number {index}"
+
+
+def test_past_the_reranked_matches_the_text_search_still_orders_as_sqlite(
+    store_url: str, tmp_path: Path
+) -> None:
+    # 550 matches: more than RERANK_MIN, so only the estimate's best are scored
+    # exactly. BM25 ranks the notes saying "ferry" three times first, then the
+    # long harbour notes (a rarer word); an estimate blind to idf (cover density)
+    # prefers the short ferry notes and leaves the harbour notes out.
+    items = [{"content": _ferry_and_harbour(i)} for i in range(1_500)]
+    found = {}
+    for url in (store_url, f"sqlite:///{tmp_path / 'same.db'}"):
+        with Mind.open(url, "m", embedder="none") as mind:
+            mind.remember_many(items)
+            with mind.storage.transaction(write=False) as session:
+                search = ops.SearchText(
+                    mind.id, ["ferry", "harbour"], False, RecallFilters(), None, 100, "content"
+                )
+                found[url] = [(m.content, score) for m, score in session.run(search)]
+    postgres, sqlite = found.values()
+    assert [content for content, _ in postgres] == [content for content, _ in sqlite]
+    assert [score for _, score in postgres] == pytest.approx([score for _, score in sqlite])
+    assert all("ferry ferry ferry" in content for content, _ in postgres[:50])
+    assert all("harbour" in content for content, _ in postgres[60:])
+
+
 # ---------------------------------------------------------------- job leases
 
 HOLDER = """

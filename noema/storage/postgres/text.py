@@ -1,7 +1,7 @@
 """Full-text search on PostgreSQL: ``tsvector`` columns under GIN, ranked by BM25 as FTS5 ranks.
 
 A stored ``tsvector`` column (configuration ``noema``: English stemming, no
-stop words) under a GIN index; ``ts_rank_cd`` picks the best matches and BM25,
+stop words) under a GIN index; an estimate of BM25 picks the best matches and BM25,
 computed as SQLite's FTS5 computes it, orders them, with each mind's own
 statistics (``text_stats`` per mind, document counts within the mind), so one
 mind's writes never move another's scores. The derived ``keys`` have their own
@@ -77,8 +77,10 @@ class Session(Protocol):
 COMMON_DOCS = 2_000
 #: How long the table's word statistics are trusted before they are read again.
 STATS_SECONDS = 60.0
-#: Matches ranked by ``ts_rank_cd`` before the best are scored exactly by BM25.
+#: Matches picked by their estimated BM25 before the best are scored exactly.
 RERANK_MIN = 200
+#: pi ** 2 / 6, the sum ``ts_rank`` divides a term's occurrences by.
+_ZETA2 = math.pi**2 / 6
 
 #: The full-text index of each ``SearchText.field``: the ``tsvector`` column of
 #: memories and its total of tokens in ``text_stats`` (documents are shared).
@@ -259,8 +261,46 @@ def _term_counts(
     return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
 
 
+def _estimate(
+    column: str,
+    counted: Sequence[tuple[str, list[str], int]],
+    idfs: Sequence[float],
+    average: float,
+) -> tuple[str, list[Any], str, list[Any]]:
+    """SQL estimating each match's BM25, to pick the matches scored exactly.
+
+    Returns a ``LATERAL`` subquery of each term's ``ts_rank`` (named ``r0``,
+    ``r1``, ...; ``OFFSET 0`` computes each once a row) and the estimate over
+    them, each with its parameters. ``ts_rank`` without normalisation gives a
+    one-lexeme term ``0.1 * sum(1 / j**2 for j in 1..tf) / (pi**2 / 6)`` (every
+    position weighs D, 0.1), so ``tf`` is about ``1 / (pi**2 / 6 - r * 10 * pi**2
+    / 6) - 1/2``. The length is the document's lexemes rather than its tokens:
+    the exact score orders what the estimate picked.
+    """
+    ranks = ", ".join(
+        f"ts_rank(m.{column}, plainto_tsquery('noema', noema_words(%s)), 0) AS r{i}"
+        for i in range(len(counted))
+    )
+    # BM25's term: idf * tf * 2.2 / (tf + k), k = 1.2 * (0.25 + 0.75 * length / average).
+    k = f"(0.3 + 0.9 * length(m.{column}) / %s::float8)"
+    terms = " + ".join(
+        f"CASE WHEN r.r{i} > 0 THEN %s::float8 / (1 + {k} / "
+        f"(1 / ({_ZETA2} - {10 * _ZETA2} * r.r{i}) - 0.5)) ELSE 0 END"
+        for i in range(len(counted))
+    )
+    estimate_params: list[Any] = []
+    for idf in idfs:
+        estimate_params += [idf * 2.2, average]
+    return (
+        f"SELECT {ranks} OFFSET 0",
+        [term for term, _, _ in counted],
+        f"({terms})",
+        estimate_params,
+    )
+
+
 def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
-    """BM25 as SQLite computes it, over the matches ``ts_rank_cd`` ranks best.
+    """BM25 as SQLite computes it, over the matches whose estimated BM25 is best.
 
     Any-term queries drop common words when rarer ones remain; when every word is
     common, all are required and the newest matches come unranked (SQLite's plan).
@@ -293,13 +333,14 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
         return [(memory_from_row(r[:-1]), float(r[-1])) for r in rows]
     idfs = [math.log((total - n + 0.5) / (n + 0.5)) for _, _, n in counted]
     idfs = [idf if idf > 0 else 1e-6 for idf in idfs]  # FTS5's floor
-    hits = s.all(
-        f"SELECT m.seq, m.{column}::text FROM memories m "
-        f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
-        f"ORDER BY ts_rank_cd(m.{column}, {query}, 1) DESC, m.seq DESC LIMIT %s",
-        [*params, *term_params, max(op.limit * 4, RERANK_MIN)],
-    )
     average = tokens / total
+    ranks, rank_params, estimate, estimate_params = _estimate(column, counted, idfs, average)
+    hits = s.all(
+        f"SELECT m.seq, m.{column}::text FROM memories m, LATERAL ({ranks}) r "
+        f"WHERE m.{column} @@ {query} AND m.mind_id = %s {where} "
+        f"ORDER BY {estimate} DESC, m.seq DESC LIMIT %s",
+        [*rank_params, *params, *estimate_params, max(op.limit * 4, RERANK_MIN)],
+    )
     scored = [
         (bm25(tsv, [words for _, words, _ in counted], idfs, average), int(seq))
         for seq, tsv in hits
