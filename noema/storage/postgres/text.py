@@ -282,7 +282,7 @@ def _estimate(
         for i in range(len(counted))
     )
     # BM25's term: idf * tf * 2.2 / (tf + k), k = 1.2 * (0.25 + 0.75 * length / average).
-    k = f"(0.3 + 0.9 * length(m.{column}) / %s::float8)"
+    k = f"(0.3::float8 + 0.9::float8 * length(m.{column}) / %s::float8)"
     terms = " + ".join(
         f"CASE WHEN r.r{i} > 0 THEN %s::float8 / (1 + {k} / "
         f"(1 / ({_ZETA2} - {10 * _ZETA2} * r.r{i}) - 0.5)) ELSE 0 END"
