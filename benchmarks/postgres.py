@@ -9,8 +9,10 @@ benchmark's (seeded, Zipf-distributed words), embedded inline with the
 deterministic 384-d hash embedder; ``remember_many`` writes them through the
 reconciler in batches (COPY for memories, vectors and events). Then ``ANALYZE``,
 the first vector search (which builds the HNSW index: timed as the build), and
-hybrid recall (text + vector + graph lanes, weighted fusion) over 200 queries,
-the query embedding excluded and timed apart.
+hybrid recall (text + vector + graph lanes, weighted fusion), the query embedding
+excluded and timed apart: 300 other questions first, on the caches the load and
+the build left (the *first* pass), then the 300 timed questions twice, reading
+only (*peek*) and reinforcing (*recall*).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
     try:
         items = [MemoryInput.model_validate(d) for d in synthetic_memories(size)]
         queries = synthetic_queries()
+        others = synthetic_queries(draw=2)  # the first questions after the build: cold caches
         with Mind.open(
             url, "bench", embedder=EMBEDDER, config=MindConfig(embed_inline_max=INLINE_MAX)
         ) as mind:
@@ -83,10 +86,11 @@ def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
                 t = time.perf_counter()
                 vectors.append(mind.embedder.query(query))
                 embed_times.append((time.perf_counter() - t) * 1000)
+            other_vectors = [mind.embedder.query(query) for query in others]
             t = time.perf_counter()
-            mind.recall(queries[0], peek=True)  # builds the HNSW index when one is due
+            mind.recall(others[0], peek=True)  # builds the HNSW index when one is due
             build_seconds = time.perf_counter() - t
-            _recall_times(mind, queries[:20], vectors[:20], peek=True)  # warm the caches
+            first = _recall_times(mind, others, other_vectors, peek=True)
             peek = _recall_times(mind, queries, vectors, peek=True)
             recall = _recall_times(mind, queries, vectors, peek=False)
     finally:
@@ -98,6 +102,8 @@ def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
         "database_mb": database_bytes / 2**20,
         "embed_p50_ms": statistics.median(embed_times),
         "index_build_s": build_seconds,
+        "first_p50_ms": statistics.median(first),
+        "first_p95_ms": _percentile(first, 0.95),
         "peek_p50_ms": statistics.median(peek),
         "peek_p95_ms": _percentile(peek, 0.95),
         "recall_p50_ms": statistics.median(recall),
@@ -122,7 +128,8 @@ def _server_version(server: str) -> str:
 def render(results: list[dict[str, Any]], server: str, command: str) -> str:
     rows = [
         f"| {r['size']:,} | {r['write_per_s']:,.0f}/s | {r['database_mb']:,.0f} MB | "
-        f"{r['index_build_s']:.1f} s | {r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
+        f"{r['index_build_s']:.1f} s | {r['first_p50_ms']:.2f} / {r['first_p95_ms']:.2f} ms | "
+        f"{r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
         f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms |"
         for r in results
     ]
@@ -134,7 +141,8 @@ def render(results: list[dict[str, Any]], server: str, command: str) -> str:
         + ("**met**" if ingest >= TARGET_INGEST else "**missed**"),
         f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {largest['size']:,}: "
         f"{largest['peek_p95_ms']:.2f} ms, "
-        + ("**met**" if largest["peek_p95_ms"] <= TARGET_P95_MS else "**missed**"),
+        + ("**met**" if largest["peek_p95_ms"] <= TARGET_P95_MS else "**missed**")
+        + f" (the first pass, on cold caches: {largest['first_p95_ms']:.2f} ms)",
         f"- p95 growth {smallest['size']:,} → {largest['size']:,} at most "
         f"{TARGET_GROWTH:.0f}x: {growth:.2f}x, "
         + ("**met**" if growth <= TARGET_GROWTH else "**missed**"),
@@ -150,13 +158,14 @@ def render(results: list[dict[str, Any]], server: str, command: str) -> str:
             "One database per size; memories written through the reconciler with inline "
             f"{EMBEDDER} vectors (`remember_many`, COPY underneath); `ANALYZE`; the first "
             "search builds the HNSW index (m 16, ef_construction 64, "
-            f"maintenance_work_mem {INDEX_MEMORY_MB:,} MB); then hybrid recall of 300 "
-            "queries, limit 10, query embedding excluded. *peek* reads only; *recall* "
-            "also reinforces what it returns (a write).",
+            f"maintenance_work_mem {INDEX_MEMORY_MB:,} MB); then hybrid recall, limit 10, "
+            "query embedding excluded: 300 other questions first, on the caches the load "
+            "and the build left (*first pass*), then the 300 timed questions, reading "
+            "only (*peek*) and again reinforcing what each returns (*recall*, a write).",
             "",
-            "| memories | ingest | database | HNSW build | peek p50 | peek p95 | recall p50 "
-            "| recall p95 |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| memories | ingest | database | HNSW build | first pass p50 / p95 | peek p50 "
+            "| peek p95 | recall p50 | recall p95 |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             "",
             *verdict,

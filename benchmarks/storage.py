@@ -74,9 +74,13 @@ def iter_synthetic_memories(n: int, seed: int = SEED) -> Iterator[dict[str, Any]
         }
 
 
-def synthetic_queries(seed: int = SEED) -> list[str]:
+def synthetic_queries(seed: int = SEED, draw: int = 1) -> list[str]:
     """Questions shaped like real ones: a few function words, one or two content
-    words from the same Zipf distribution, sometimes a person's name."""
+    words from the same Zipf distribution, sometimes a person's name.
+
+    ``draw``: another draw of questions over the same vocabulary (the benchmarks
+    time the first; another warms a store's caches without answering these).
+    """
     from noema.memory.recall import STOPWORDS
 
     rng = random.Random(seed)
@@ -84,7 +88,7 @@ def synthetic_queries(seed: int = SEED) -> list[str]:
     content = [(w, p) for w, p in zip(words, weights, strict=True) if w not in STOPWORDS]
     content_words, content_weights = zip(*content, strict=True)
     function_words = sorted(STOPWORDS)
-    rng = random.Random(seed + 1)
+    rng = random.Random(seed + draw)
     queries = []
     for _ in range(QUERIES):
         parts = rng.choices(function_words, k=rng.randint(1, 3))
