@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from timing import grows_linearly
 
@@ -459,6 +459,8 @@ def test_findings_are_sorted_and_disjoint_spans_of_the_text(parts: list[str]) ->
         max_size=20,
     )
 )
+# Found by a CI run: the passphrase's words held the labelled secret's redaction.
+@example([("passphrase: ", " "), ("api_key: ", " "), ("passphrase: ", " ")])
 def test_delimited_secrets_are_all_removed_and_redaction_is_stable(
     parts: list[tuple[str, str]],
 ) -> None:

@@ -109,6 +109,9 @@ _PASSPHRASE = (
     r"|`?(?P<phrase>[^\s\"'`,;:.!?()][^\n\"'`,;()]{0,255}))"
 )
 
+# What ``redact_secrets`` leaves in place of a credential.
+_REDACTION = re.compile(r"\[REDACTED:[a-z-]+\]")
+
 _MASK_CHARS = frozenset("*•●·#xX")
 # Values that stand for a secret rather than being one: `<your-key>`, `[token]`,
 # `{{ token }}`, `(none)`, `${DB_PASSWORD}`, `$(cat file)`, `%(pw)s`, `$API_KEY`,
@@ -274,6 +277,10 @@ def _passphrase_span(match: re.Match[str]) -> tuple[int, int] | None:
     phrase = match.group("phrase")
     if phrase is None:
         return _labelled_span(match, 4)
+    if _REDACTION.search(phrase):
+        # A credential in these words was taken out already: what is left was not
+        # a passphrase before (`passphrase: api_key: [REDACTED:labelled-secret]`).
+        return None
     start = match.start("phrase")
     phrase = phrase.rstrip().rstrip(_PROSE_TRAILING_PUNCTUATION)
     words = phrase.split()
