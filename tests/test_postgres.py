@@ -416,6 +416,26 @@ def test_bm25_follows_fts5() -> None:
     assert bm25(tsv, [["ferri"]], [idf], 5.0) == pytest.approx(expected)
     assert bm25(tsv, [["ferri"], ["boat"]], [idf, 3.0], 5.0) == pytest.approx(expected)
     assert bm25(tsv, [["boat"]], [3.0], 5.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("tsv", "lexeme", "tf", "length"),
+    [
+        ("'ferri':3 'ferris':1,2", "ferri", 1, 3),  # a lexeme that begins another
+        ("'ferri':3 'ferris':1,2", "ferris", 2, 3),
+        ("'aferri':1,2 'ferri':3", "ferri", 1, 3),  # ... or ends one
+        ("'boat' 'ferri':1,4", "boat", 1, 3),  # stripped of positions: counted once
+        ("'boat' 'ferri':1,4", "ferri", 2, 3),
+        ("'ferri':1A,2B,5", "ferri", 3, 3),  # weighted positions
+        ("'river':1 'ferri':2,3,4", "ferri", 3, 4),  # the last lexeme
+        ("'river':1", "ferri", 0, 1),
+    ],
+)
+def test_bm25_reads_frequencies_and_length_off_the_tsvector_text(
+    tsv: str, lexeme: str, tf: int, length: int
+) -> None:
+    expected = 0.0 if not tf else 2.2 * tf / (tf + 1.2 * (0.25 + 0.75 * length / 4.0))
+    assert bm25(tsv, [[lexeme]], [1.0], 4.0) == pytest.approx(expected)
     assert token_count("INC-7 is well-known, isn't it?") == 8  # inc 7 is well known isn t it
 
 

@@ -89,7 +89,6 @@ _TEXT_INDEXES = {"content": ("tsv", "tokens"), "keys": ("keys_tsv", "keys_tokens
 #: A token as SQLite's unicode61 tokenizer (and PostgreSQL's parser after
 #: ``noema_words``) sees one: a run of letters and digits.
 _TOKEN = re.compile(r"[^\W_]+")
-_POSITIONS = re.compile(r"'([^']*)'(?::([0-9A-D,]+))?")
 
 
 def token_count(text: str) -> int:
@@ -104,21 +103,32 @@ def bm25(
 
     k1 = 1.2, b = 0.75; a phrase's frequency is that of its rarest lexeme in the
     document; the document's length is its number of positions (tokens), and
-    phrases are summed in query order, as FTS5 sums them. Lexemes hold no quote:
-    ``noema_words`` removed ASCII punctuation before the text was parsed.
+    phrases are summed in query order, as FTS5 sums them. The text is read with
+    string counts, not parsed: ``noema_words`` removed ASCII punctuation before
+    the text was parsed, so quotes delimit lexemes and commas separate positions
+    (a lexeme without positions counts once).
     """
-    counts: dict[str, int] = {}
-    length = 0
-    for lexeme, positions in _POSITIONS.findall(tsv):
-        n = positions.count(",") + 1 if positions else 1
-        counts[lexeme] = n
-        length += n
+    length = tsv.count(",") + tsv.count("'") // 2
+    k = 1.2 * (0.25 + 0.75 * length / average)
     score = 0.0
     for words, idf in zip(phrases, idfs, strict=True):
-        tf = min((counts.get(word, 0) for word in words), default=0)
+        tf = min((_frequency(tsv, word) for word in words), default=0)
         if tf:
-            score += idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * length / average))
+            score += idf * (tf * 2.2) / (tf + k)
     return score
+
+
+def _frequency(tsv: str, lexeme: str) -> int:
+    """How often ``lexeme`` occurs in a document, by its positions in the ``tsvector`` text."""
+    quoted = f"'{lexeme}'"
+    at = tsv.find(quoted)
+    if at < 0:
+        return 0
+    at += len(quoted)
+    if at == len(tsv) or tsv[at] != ":":
+        return 1
+    end = tsv.find(" ", at)
+    return tsv.count(",", at, end if end >= 0 else len(tsv)) + 1
 
 
 class WordStats:
