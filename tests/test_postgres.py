@@ -29,6 +29,7 @@ from noema.ids import new_id
 from noema.storage import open_storage, ops
 from noema.storage.postgres import MIGRATIONS, PostgresStorage, bm25, parse_url, token_count
 from noema.storage.postgres import vectors as pg_vectors
+from noema.storage.postgres.store import PostgresSession
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
@@ -470,6 +471,33 @@ def test_past_the_reranked_matches_the_text_search_still_orders_as_sqlite(
     assert [score for _, score in postgres] == pytest.approx([score for _, score in sqlite])
     assert all("ferry ferry ferry" in content for content, _ in postgres[:50])
     assert all("harbour" in content for content, _ in postgres[60:])
+
+
+def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it_was(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "ferry" is in every memory (wide), "lighthouse" in one of 300 (narrow). While a
+    # wide search ranks its matches, sequential scans are off; before and after, as set.
+    during: list[str] = []
+    ranked = PostgresSession.all
+
+    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if "LATERAL" in query:
+            during.append(self.cur.execute("SHOW enable_seqscan").fetchone()[0])  # type: ignore[index]
+        return ranked(self, query, params)
+
+    monkeypatch.setattr(PostgresSession, "all", spy)
+    items = [{"content": f"ferry note {i}" + (" lighthouse" if i == 7 else "")} for i in range(300)]
+    with Mind.open(store_url, "m", embedder="none") as mind:
+        mind.remember_many(items)
+        with mind.storage.transaction(write=False) as session:
+            assert isinstance(session, PostgresSession)
+            for word in ("ferry", "lighthouse"):
+                filters = RecallFilters()
+                search = ops.SearchText(mind.id, [word], False, filters, None, 10, "content")
+                assert session.run(search)
+                assert session.cur.execute("SHOW enable_seqscan").fetchone() == ("on",)
+    assert during == ["off", "on"]
 
 
 # ---------------------------------------------------------------- job leases
