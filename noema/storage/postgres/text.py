@@ -351,7 +351,7 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     # A wide search still reads its matches through the GIN index. The planner
     # prices a sequential scan close to it once a word is in a few percent of the
     # memories (more so while the index has a pending list), and that scan tests
-    # every row's tsvector: 5.9 ms against 2.3 for a name in 978 of 10,000. A
+    # every row's tsvector: 5.9 ms against 2.4 for a name in 978 of 10,000. A
     # failed statement aborts the transaction, whose rollback undoes the SET.
     wide = sum(n for _, _, n in counted) * WIDE_SHARE >= total
     if wide:
