@@ -476,8 +476,9 @@ def test_past_the_reranked_matches_the_text_search_still_orders_as_sqlite(
 def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it_was(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # "ferry" is in every memory (wide), "lighthouse" in one of 300 (narrow). While a
-    # wide search ranks its matches, sequential scans are off; before and after, as set.
+    # "ferry" is in every other memory (wide), "lighthouse" in one (narrow). While a
+    # wide search ranks its matches, sequential scans are off; before and after, as
+    # set. Up to 2,000 memories no search is wide.
     during: list[str] = []
     ranked = PostgresSession.all
 
@@ -487,17 +488,21 @@ def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it
         return ranked(self, query, params)
 
     monkeypatch.setattr(PostgresSession, "all", spy)
-    items = [{"content": f"ferry note {i}" + (" lighthouse" if i == 7 else "")} for i in range(300)]
+    items = [
+        {"content": f"note {i}" + (" ferry" if i % 2 else "") + (" lighthouse" if i == 7 else "")}
+        for i in range(2_100)
+    ]
     with Mind.open(store_url, "m", embedder="none") as mind:
-        mind.remember_many(items)
-        with mind.storage.transaction(write=False) as session:
-            assert isinstance(session, PostgresSession)
-            for word in ("ferry", "lighthouse"):
-                filters = RecallFilters()
-                search = ops.SearchText(mind.id, [word], False, filters, None, 10, "content")
-                assert session.run(search)
-                assert session.cur.execute("SHOW enable_seqscan").fetchone() == ("on",)
-    assert during == ["off", "on"]
+        for batch in (items[:1_900], items[1_900:]):
+            mind.remember_many(batch)
+            with mind.storage.transaction(write=False) as session:
+                assert isinstance(session, PostgresSession)
+                for word in ("ferry", "lighthouse"):
+                    filters = RecallFilters()
+                    search = ops.SearchText(mind.id, [word], False, filters, None, 10, "content")
+                    assert session.run(search)
+                    assert session.cur.execute("SHOW enable_seqscan").fetchone() == ("on",)
+    assert during == ["on", "on", "off", "on"]
 
 
 # ---------------------------------------------------------------- job leases

@@ -80,8 +80,11 @@ STATS_SECONDS = 60.0
 #: Matches picked by their estimated BM25 before the best are scored exactly.
 RERANK_MIN = 200
 #: Query words matching at least 1 / WIDE_SHARE of the mind's memories make a search
-#: wide: the planner may then price a sequential scan below the GIN index.
+#: wide: the planner may then price a sequential scan below the GIN index. Below
+#: WIDE_MIN_DOCS memories such a scan costs about what the two statements that
+#: rule it out do.
 WIDE_SHARE = 50
+WIDE_MIN_DOCS = 2_000
 #: pi ** 2 / 6, the sum ``ts_rank`` divides a term's occurrences by.
 _ZETA2 = math.pi**2 / 6
 
@@ -353,7 +356,7 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     # memories (more so while the index has a pending list), and that scan tests
     # every row's tsvector: 5.9 ms against 2.4 for a name in 978 of 10,000. A
     # failed statement aborts the transaction, whose rollback undoes the SET.
-    wide = sum(n for _, _, n in counted) * WIDE_SHARE >= total
+    wide = total > WIDE_MIN_DOCS and sum(n for _, _, n in counted) * WIDE_SHARE >= total
     if wide:
         s.execute("SET LOCAL enable_seqscan = off")
     hits = s.all(
