@@ -11,6 +11,7 @@ import json
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import timedelta
@@ -20,7 +21,15 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from concepts import DecayClass, Memory, RecallFilters, RecallResult, Relation, score_reproduces
+from concepts import (
+    DecayClass,
+    Memory,
+    MemoryInput,
+    RecallFilters,
+    RecallResult,
+    Relation,
+    score_reproduces,
+)
 from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
 from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights
@@ -42,6 +51,7 @@ from noema.memory.recall import (
 )
 from noema.memory.scoring import Scored
 from noema.storage import Session, ops
+from noema.storage._sqlite_vectors import VectorSearch
 
 OpenMind = Callable[..., Mind]
 
@@ -394,6 +404,78 @@ def test_the_vector_index_is_saved_beside_the_database(tmp_path: Path, clock: Ma
     assert list((tmp_path / "n.db.vectors").glob("*.usearch"))
     with Mind.open(url, "m", embedder="hash:32", clock=clock) as mind:
         assert [(r.memory.id, r.score) for r in mind.recall("Lisbon", peek=True)] == before
+
+
+def test_a_sqlite_vector_search_looks_up_its_index_aside_and_answers_as_in_line(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = as_embedder(HashEmbedder(32))
+    config = MindConfig(embed_inline_max=1_000)  # every vector written with its memory
+    mind = Mind.open(
+        f"sqlite:///{tmp_path / 'n.db'}", "m", embedder=embedder, clock=clock, config=config
+    )
+    kinds = ["procedural" if i % 40 == 0 else "episodic" for i in range(200)]
+    mind.remember_many(
+        [MemoryInput(content=f"note {i} about topic {i % 7}", kind=k) for i, k in enumerate(kinds)]
+    )
+    threads: list[threading.Thread] = []
+    began, finished = threading.Event(), threading.Event()
+    look_up = VectorSearch.look_up
+
+    def slow_look_up(search: VectorSearch) -> list[int]:
+        threads.append(threading.current_thread())
+        finished.clear()
+        began.set()
+        time.sleep(0.1)  # long enough for the caller to get ahead of it
+        keys = look_up(search)
+        finished.set()
+        return keys
+
+    monkeypatch.setattr(VectorSearch, "look_up", slow_look_up)
+    query = embedder.query("topic 3")
+
+    def search(limit: int, **filters: object) -> ops.SearchVectors:
+        return ops.SearchVectors(
+            mind.id, embedder.model, query, RecallFilters(**filters), None, limit
+        )
+
+    def found(nearest: list[ops.Nearest]) -> list[tuple[str, float, list[float]]]:
+        return [(m.id, s, v.tolist()) for m, s, v in nearest]
+
+    # Plain, and filtered so that the index is searched again, wider (5 of 200 pass).
+    for op in (search(10), search(4, kinds=("procedural",))):
+        with mind.storage.transaction(write=False) as session:
+            threads.clear()
+            began.clear()
+            pending = session.submit(op)
+            assert began.wait(5) and threads[0].name.startswith("noema-vectors")
+            # The caller goes on while the index is searched.
+            session.run(ops.GetVectors(mind.id, embedder.model, 32, []))
+            assert not finished.is_set() and not pending.done()
+            aside = found(pending.result())
+            assert found(session.run(op)) == aside and aside
+            assert threads[-1] is threading.current_thread()
+    # Nothing to find: no look-up; a write session searches in line.
+    with mind.storage.transaction(write=False) as session:
+        threads.clear()
+        zero = ops.SearchVectors(mind.id, embedder.model, query * 0, RecallFilters(), None, 5)
+        assert session.submit(zero).result() == [] and threads == []
+    with mind.storage.transaction() as session:
+        assert found(session.submit(search(3)).result())
+        assert threads == [threading.current_thread()]
+    # A transaction ends only once its look-up has, asked for or not.
+    with mind.storage.transaction(write=False) as session:
+        session.submit(search(3))
+    assert finished.is_set()
+    worker = next(t for t in threads if t.name.startswith("noema-vectors"))
+    # A look-up that fails raises where its result is asked for.
+    monkeypatch.setattr(VectorSearch, "look_up", lambda _: 1 / 0)
+    with mind.storage.transaction(write=False) as session:
+        failing = session.submit(search(3))
+        with pytest.raises(ZeroDivisionError):
+            failing.result()
+    mind.close()
+    assert not worker.is_alive()
 
 
 @pytest.mark.skipif(not minilm_available(), reason="the embeddings extra is not installed")

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from noema.storage import ops
 from noema.storage._dialect import SQLITE, chunks, filter_sql
 from noema.storage._rows import MEMORY_SELECT, memory_from_row, unit_query, vector_matrix
 
-__all__ = ["VectorIndexes", "get_vectors", "put_vectors"]
+__all__ = ["VectorIndexes", "VectorSearch", "get_vectors", "put_vectors"]
 
 #: Candidates taken from the index per result asked for, and at least this many.
 CANDIDATE_FACTOR = 4
@@ -125,12 +126,32 @@ class _Index:
     saved: int  # the watermark of the file it was last saved to (or loaded from)
 
 
+@dataclass
+class VectorSearch:
+    """One ``SearchVectors`` under way: what it asks, and its first look-up once started."""
+
+    op: ops.SearchVectors
+    query: np.ndarray  # the unit query
+    entry: _Index
+    wanted: int  # candidates to take from the index
+    keys: Future[list[int]] | None = None  # the first look-up, when it runs on the worker
+
+    def look_up(self) -> list[int]:
+        """The ``wanted`` nearest keys in the index, best first."""
+        index, size = self.entry.index, len(self.entry.index)
+        count = min(self.wanted, size)
+        index.expansion_search = max(MIN_EXPANSION_SEARCH, count)  # type: ignore[misc]
+        found = index.search(self.query, count, exact=count >= size or size <= EXACT_BELOW)
+        return [int(k) for k in np.asarray(found.keys).reshape(-1)]
+
+
 class VectorIndexes:
     """The HNSW indexes of one SQLite store, kept in memory and saved on ``close``."""
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
         self._indexes: dict[tuple[str, str, int], _Index] = {}
+        self._worker: ThreadPoolExecutor | None = None  # started by the first look-up aside
 
     # ------------------------------------------------------------ search
 
@@ -142,23 +163,45 @@ class VectorIndexes:
         ``sync``: catch the index up with the table first (not with vectors this
         transaction wrote, which a rollback may take back).
         """
+        search = self.start(conn, op, sync=sync, aside=False)
+        return [] if search is None else self.finish(conn, search)
+
+    def start(
+        self, conn: sqlite3.Connection, op: ops.SearchVectors, *, sync: bool, aside: bool
+    ) -> VectorSearch | None:
+        """Begin ``op``: its first look-up in the index, on a worker thread when ``aside``.
+
+        ``None`` when nothing can be found (a zero query, an empty index).
+        ``finish`` reads the candidates' rows, on the caller's connection: the
+        index releases the GIL while it searches, so a caller that runs other
+        statements meanwhile gets that time back.
+        """
         query = unit_query(op.query)
         if query is None:
-            return []
+            return None
         dims = int(query.shape[0])
         entry = self._entry(conn, op.mind_id, op.model, dims, sync=sync)
-        size = len(entry.index)
-        if size == 0:
-            return []
-        wanted = max(op.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+        if len(entry.index) == 0:
+            return None
+        search = VectorSearch(op, query, entry, max(op.limit * CANDIDATE_FACTOR, MIN_CANDIDATES))
+        if aside:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="noema-vectors")
+            search.keys = self._worker.submit(search.look_up)
+        return search
+
+    @staticmethod
+    def finish(conn: sqlite3.Connection, search: VectorSearch) -> list[ops.Nearest]:
+        """The nearest memories ``search`` finds: exact cosines, widening as needed."""
+        op, query, size = search.op, search.query, len(search.entry.index)
+        dims = int(query.shape[0])
+        first = search.keys
         while True:
-            count = min(wanted, size)
             # Widen until every vector was a candidate: a filter (a world, a kind) may
             # pass none of the nearest, however small the index.
-            exhaustive = count >= size
-            entry.index.expansion_search = max(MIN_EXPANSION_SEARCH, count)  # type: ignore[misc]
-            found = entry.index.search(query, count, exact=exhaustive or size <= EXACT_BELOW)
-            keys = [int(k) for k in np.asarray(found.keys).reshape(-1)]
+            exhaustive = min(search.wanted, size) >= size
+            keys = first.result() if first is not None else search.look_up()
+            first = None
             # Candidates come best first: read them in slices until enough pass the filters.
             rows: list[tuple[int, bytes]] = []
             step = max(op.limit * 2, RESCORE_MIN)
@@ -168,7 +211,7 @@ class VectorIndexes:
                     break
             if len(rows) >= op.limit or exhaustive:
                 break
-            wanted *= CANDIDATE_FACTOR
+            search.wanted *= CANDIDATE_FACTOR
         if not rows:
             return []
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
@@ -182,6 +225,12 @@ class VectorIndexes:
             ops.Nearest(memories[rowid], similarity, vectors[held[rowid]])
             for similarity, rowid in best
         ]
+
+    def close(self) -> None:
+        """Stop the worker thread, once its last look-up is over."""
+        if self._worker is not None:
+            self._worker.shutdown()
+            self._worker = None
 
     # ------------------------------------------------------------ upkeep
 

@@ -14,9 +14,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -40,9 +43,11 @@ from noema.storage._sqlite_text import (
     merge_text_indexes,
     search_text,
 )
-from noema.storage._sqlite_vectors import VectorIndexes, get_vectors, put_vectors
+from noema.storage._sqlite_vectors import VectorIndexes, VectorSearch, get_vectors, put_vectors
 
 __all__ = ["SQLiteStorage", "missing_file"]
+
+R = TypeVar("R")
 
 #: The index each ``memories_where`` column is looked up by.
 _INDEX_OF = {
@@ -84,6 +89,29 @@ class _Session(_sql.SqlSession):
         self.vectors = vectors
         # Vectors written in this (uncommitted) transaction must not enter the index.
         self.wrote_vectors = False
+        self._searches: list[VectorSearch] = []  # vector searches started aside
+
+    def submit(self, op: ops.Op[R]) -> Future[R]:
+        """A read session starts a vector search's index look-up on a worker thread.
+
+        The look-up releases the GIL, so what the caller runs meanwhile (the
+        text lane's statements) overlaps it. The candidates' rows are read on
+        this session's connection, in its snapshot, when the result is first
+        asked for. Any other op runs now.
+        """
+        if self.write or not isinstance(op, ops.SearchVectors):
+            return super().submit(op)
+        started = super().submit(_StartSearch(op))
+        if started.exception() is not None:
+            return cast(Future[R], started)  # its failure, as any op's
+        search = started.result()
+        if search is not None:
+            self._searches.append(search)
+        return cast(Future[R], _OnDemand(lambda: self.run(_FinishSearch(search))))
+
+    def settle(self) -> None:
+        """Wait for the look-ups started aside: the index is only used under the store's lock."""
+        wait_for([search.keys for search in self._searches if search.keys is not None])
 
     def problem(self, exc: Exception) -> InvalidInput | str | None:
         if isinstance(exc, sqlite3.Error):
@@ -179,6 +207,45 @@ def _search_vectors(s: _Session, op: ops.SearchVectors) -> list[ops.Nearest]:
     return s.vectors.search(s.conn, op, sync=not s.wrote_vectors)
 
 
+@dataclass(frozen=True, slots=True)
+class _StartSearch(ops.Op[VectorSearch | None]):
+    """A ``SearchVectors`` whose index look-up starts on the worker (``_Session.submit``)."""
+
+    search: ops.SearchVectors
+
+
+@dataclass(frozen=True, slots=True)
+class _FinishSearch(ops.Op[list[ops.Nearest]]):
+    """The rest of a search ``_StartSearch`` began (``None``: nothing to find)."""
+
+    search: VectorSearch | None
+
+
+def _start_search(s: _Session, op: _StartSearch) -> VectorSearch | None:
+    return s.vectors.start(s.conn, op.search, sync=not s.wrote_vectors, aside=True)
+
+
+def _finish_search(s: _Session, op: _FinishSearch) -> list[ops.Nearest]:
+    return [] if op.search is None else s.vectors.finish(s.conn, op.search)
+
+
+class _OnDemand(Future[R]):
+    """A future that its first ``result`` call completes, on the caller's thread."""
+
+    def __init__(self, complete: Callable[[], R]) -> None:
+        super().__init__()
+        self._complete: Callable[[], R] | None = complete
+
+    def result(self, timeout: float | None = None) -> R:
+        complete, self._complete = self._complete, None
+        if complete is not None:
+            try:
+                self.set_result(complete())
+            except Exception as exc:
+                self.set_exception(exc)
+        return super().result(timeout)
+
+
 def _put_entities(s: _Session, op: ops.PutEntities) -> None:
     s.many(
         "INSERT OR IGNORE INTO entity_refs (mind_id, entity, memory_id) VALUES (?, ?, ?)",
@@ -234,6 +301,8 @@ _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
     ops.PutVectors: _put_vectors,
     ops.GetVectors: _get_vectors,
     ops.SearchVectors: _search_vectors,
+    _StartSearch: _start_search,
+    _FinishSearch: _finish_search,
     ops.PutEntities: _put_entities,
     ops.SearchEntities: _search_entities,
     ops.AcquireLease: _sql.acquire_lease,
@@ -357,7 +426,10 @@ class SQLiteStorage:
                 raise StorageError(f"cannot begin a transaction on {self.path}: {exc}") from exc
             session = _Session(conn, write, self._vectors)
             try:
-                yield session
+                try:
+                    yield session
+                finally:
+                    session.settle()
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -391,4 +463,5 @@ class SQLiteStorage:
             # The index is a cache: the next open rebuilds what was not saved.
             with contextlib.suppress(sqlite3.Error):
                 self._vectors.save(self._conn)
+            self._vectors.close()
             self._conn.close()
