@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from concepts import Memory
 from noema.storage import ops
@@ -152,34 +152,46 @@ def _documents(conn: sqlite3.Connection, table: str) -> int:
     return value
 
 
-def _plan_match(
-    conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool
-) -> tuple[str, bool]:
+class _Match(NamedTuple):
+    """How to search a table: the MATCH expression and whether bm25 ranks its rows.
+
+    ``bound``: at most this many rows match (``None``: not known).
+    """
+
+    expression: str
+    ranked: bool
+    bound: int | None
+
+
+def _plan_match(conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool) -> _Match:
     """The MATCH expression to search ``table`` with, and whether to rank it by bm25.
 
     Any-term queries drop common words when rarer ones remain. When every word is
     common, the search matches all of them and takes the newest matches unranked,
-    so no query costs more than a few thousand rank computations.
+    so no query costs more than a few thousand rank computations. The words'
+    counts, read to tell the common ones, also bound the rows the search can match.
     """
     total = _documents(conn, table)
     threshold = max(COMMON_MIN_DOCS, int(total * COMMON_FRACTION))
     if total <= threshold:
-        return _fts_query(terms, strict), True
-    common = {
-        term
-        for term in terms
-        if conn.execute(
+        return _Match(_fts_query(terms, strict), True, None)
+    counts = {
+        term: conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (_fts_query([term], False), threshold),
         ).fetchone()[0]
-        >= threshold
+        for term in terms
     }
-    rare = [term for term in terms if term not in common]
-    if not common:
-        return _fts_query(terms, strict), True
+    # A count under the threshold is exact; one at it means "at least".
+    rare = [term for term in terms if counts[term] < threshold]
+    if len(rare) == len(terms):
+        exact = [counts[term] for term in terms]
+        return _Match(_fts_query(terms, strict), True, min(exact) if strict else sum(exact))
     if rare and not strict:
-        return _fts_query(rare, False), True
-    return _fts_query(terms, True), bool(rare)
+        return _Match(_fts_query(rare, False), True, sum(counts[term] for term in rare))
+    # Every word must match (all are common, or the search is strict): the rarest bounds it.
+    bound = min((counts[term] for term in rare), default=None)
+    return _Match(_fts_query(terms, True), bool(rare), bound)
 
 
 def search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memory, float]]:
@@ -189,7 +201,9 @@ def search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memo
     if number is None:
         return []
     table = _text_table(number, op.field)
-    match, ranked = _plan_match(conn, table, op.terms, op.strict)
+    match, ranked, bound = _plan_match(conn, table, op.terms, op.strict)
+    if bound == 0:  # no memory holds the words
+        return []
     # Ranked: best bm25 first (FTS5 rank = bm25, lower is better). Unranked: newest first.
     order, score = ("rank", "-rank") if ranked else ("rowid DESC", "1.0")
     params: list[Any] = []
@@ -204,7 +218,8 @@ def search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memo
         f"WHERE m.mind_id = ? {where} ORDER BY hits.score DESC, m.rowid DESC LIMIT ?",
         (match, pool, op.mind_id, *params, op.limit),
     ).fetchall()
-    if len(rows) < op.limit:
+    # Fewer than asked for: filters may have hidden hits, unless the fast path saw every one.
+    if len(rows) < op.limit and (bound is None or bound > pool):
         total = conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (match, pool + 1),

@@ -779,6 +779,39 @@ def test_a_word_in_most_memories_is_searched_by_the_common_word_plan(
 
 
 @pytest.mark.parametrize("field", FIELDS)
+def test_past_the_common_word_floor_filters_never_hide_a_hit(
+    storage: Storage, field: Field
+) -> None:
+    """In a mind past 2,000 memories, where a word's matches are counted, a weak hit
+    that only the filters admit is found: among 20 matches, and among 300, more than
+    the 200 best a search ranks before it filters."""
+    mind_id = ensure_mind(storage, "m")
+    episodic = MemoryKind.EPISODIC
+
+    def memory(i: int, text: str, kind: MemoryKind = episodic) -> Memory:
+        at = T0 + i * timedelta(seconds=1)
+        if field == "keys":
+            return keyed(mind_id, text, at=at, content=f"plain note {i}", kind=kind)
+        return make_memory(mind_id, text, at=at, kind=kind)
+
+    tail = " ".join(f"word{i}" for i in range(80))
+    filler = [memory(i, f"filler item{i}") for i in range(2_000)]
+    few = [memory(2_000 + i, f"comet {i}") for i in range(20)]
+    many = [memory(2_100 + i, f"nebula {i}") for i in range(300)]
+    weak_comet = memory(2_500, f"comet {tail}", MemoryKind.SEMANTIC)
+    weak_nebula = memory(2_501, f"nebula {tail}", MemoryKind.SEMANTIC)
+    write(storage, ops.InsertMemories([*filler, *few, *many, weak_comet, weak_nebula]))
+    semantic = RecallFilters(kinds=(MemoryKind.SEMANTIC,))
+    for terms, weak in ((["comet"], weak_comet), (["nebula"], weak_nebula)):
+        hits = search(storage, mind_id, terms, filters=semantic, limit=5, field=field)
+        assert [m.id for m, _ in hits] == [weak.id]
+    both = search(storage, mind_id, ["comet", "nebula"], filters=semantic, field=field)
+    assert {m.id for m, _ in both} == {weak_comet.id, weak_nebula.id}
+    assert search(storage, mind_id, ["comet", "nebula"], strict=True, field=field) == []
+    assert search(storage, mind_id, ["nowhere", "absent"], field=field) == []
+
+
+@pytest.mark.parametrize("field", FIELDS)
 def test_one_minds_writes_never_move_another_minds_scores(storage: Storage, field: Field) -> None:
     """Text statistics (documents, lengths, term counts) are per mind (DESIGN invariant 10)."""
     alice, bob = ensure_mind(storage, "alice"), ensure_mind(storage, "bob")
