@@ -505,6 +505,34 @@ def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it
     assert during == ["on", "on", "off", "on"]
 
 
+def test_a_text_search_of_words_no_memory_holds_runs_no_ranking_statement(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The words' counts come first; when every count is 0 nothing is ranked.
+    ranking: list[str] = []
+    ranked = PostgresSession.all
+
+    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if "LATERAL" in query:
+            ranking.append(query)
+        return ranked(self, query, params)
+
+    monkeypatch.setattr(PostgresSession, "all", spy)
+    with Mind.open(store_url, "m", embedder="none") as mind:
+        mind.remember_many([{"content": f"ferry note {i}"} for i in range(30)])
+        with mind.storage.transaction(write=False) as session:
+            for terms, strict, found in (
+                (["nowhere", "absent"], False, 0),
+                (["nowhere", "absent"], True, 0),
+                (["ferry", "absent"], False, 10),
+            ):
+                search = ops.SearchText(
+                    mind.id, terms, strict, RecallFilters(), None, 10, "content"
+                )
+                assert len(session.run(search)) == found
+    assert len(ranking) == 1  # only the search that finds something
+
+
 # ---------------------------------------------------------------- job leases
 
 HOLDER = """

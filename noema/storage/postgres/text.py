@@ -325,7 +325,7 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
         return []
     column, tokens_column = _TEXT_INDEXES[op.field]
     total, tokens, counted = _term_counts(s, op.mind_id, op.terms, column, tokens_column)
-    if total == 0:
+    if total == 0 or all(n == 0 for _, _, n in counted):  # no memory holds the words
         return []
     strict, ranked = op.strict, True
     if total > COMMON_DOCS:
