@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -473,6 +473,18 @@ def test_past_the_reranked_matches_the_text_search_still_orders_as_sqlite(
     assert all("harbour" in content for content, _ in postgres[60:])
 
 
+def on_ranking(monkeypatch: pytest.MonkeyPatch, seen: Callable[[PostgresSession], None]) -> None:
+    """Call ``seen`` with the session before each text search's ranking statement."""
+    ranked = PostgresSession.all
+
+    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if "LATERAL" in query:
+            seen(self)
+        return ranked(self, query, params)
+
+    monkeypatch.setattr(PostgresSession, "all", spy)
+
+
 def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it_was(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,14 +492,10 @@ def test_a_wide_text_search_ranks_through_the_index_and_leaves_the_setting_as_it
     # wide search ranks its matches, sequential scans are off; before and after, as
     # set. Up to 2,000 memories no search is wide.
     during: list[str] = []
-    ranked = PostgresSession.all
-
-    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        if "LATERAL" in query:
-            during.append(self.cur.execute("SHOW enable_seqscan").fetchone()[0])  # type: ignore[index]
-        return ranked(self, query, params)
-
-    monkeypatch.setattr(PostgresSession, "all", spy)
+    on_ranking(
+        monkeypatch,
+        lambda s: during.append(s.cur.execute("SHOW enable_seqscan").fetchone()[0]),  # type: ignore[index]
+    )
     items = [
         {"content": f"note {i}" + (" ferry" if i % 2 else "") + (" lighthouse" if i == 7 else "")}
         for i in range(2_100)
@@ -509,15 +517,8 @@ def test_a_text_search_of_words_no_memory_holds_runs_no_ranking_statement(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The words' counts come first; when every count is 0 nothing is ranked.
-    ranking: list[str] = []
-    ranked = PostgresSession.all
-
-    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        if "LATERAL" in query:
-            ranking.append(query)
-        return ranked(self, query, params)
-
-    monkeypatch.setattr(PostgresSession, "all", spy)
+    ranking: list[PostgresSession] = []
+    on_ranking(monkeypatch, ranking.append)
     with Mind.open(store_url, "m", embedder="none") as mind:
         mind.remember_many([{"content": f"ferry note {i}"} for i in range(30)])
         with mind.storage.transaction(write=False) as session:
