@@ -1,6 +1,6 @@
 """Peers: the same workload through Noema and the stores users would pick instead.
 
-    python -m benchmarks.peers --sizes 10000 100000 --queries 200 \
+    python -m benchmarks.peers --sizes 10000 100000 --queries 200 --rounds 5 \
         --systems noema-sqlite noema-postgres langgraph-memory langgraph-postgres \
         mem0-faiss chroma --budget 900 --output docs/benchmarks.md
 
@@ -20,10 +20,17 @@ up. Each run writes the first ``--single`` memories one per call, then the rest
 in batches of ``--batch`` through the system's batch API (Noema
 ``remember_many``, LangGraph ``store.batch`` of ``PutOp``, chroma ``add`` with
 lists, mem0 ``add`` of a list of messages with ``infer=False``, which writes them
-one by one inside). Then ``--queries`` timed top-10 searches, after 20
-untimed warm-up queries. A system that has not written everything within
-``--budget`` seconds of its first write is reported with how far it got, and its
-queries are timed over what it wrote (for at most ``LATE_QUERIES_S``).
+one by one inside). Then 20 untimed warm-up queries, and the process waits.
+
+The stores are built one after another; then ``--rounds`` rounds of the
+``--queries`` timed top-10 searches, each round asking every system's process in
+turn (the order turned by one each round), so that the machine's drift over a
+run (other tenants, a cache dropped) falls on every system alike rather than on
+whichever ran in a bad minute. p50 and p95 are over every round's queries; the
+tables also give each round's p50. A system that has not written everything
+within ``--budget`` seconds of its first write is reported with how far it got,
+and its queries are timed over what it wrote (for at most ``LATE_QUERIES_S`` a
+round); a round of any system stops after its share of the budget.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import resource
 import shutil
@@ -38,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -394,7 +403,7 @@ def _open(system: str, size: int, server: str, vectors: Vectors, tmp: str) -> It
         raise Skip(f"unknown system {system!r} (choose {', '.join(SYSTEMS)})")
 
 
-def _by_name(questions: Sequence[str], times: Sequence[float]) -> dict[str, float]:
+def _by_name(questions: Sequence[str], rounds: Sequence[Sequence[float]]) -> dict[str, float]:
     """The p50 of the timed queries that name a person, and of those that do not.
 
     About 30% of the questions name one of the ten people every memory starts with,
@@ -402,11 +411,12 @@ def _by_name(questions: Sequence[str], times: Sequence[float]) -> dict[str, floa
     matches pays for it, a dense-only search does not.
     """
     people = set(PEOPLE)
-    # ``times`` may stop short of ``questions`` (a system out of time): the first ones.
     named: list[float] = []
     plain: list[float] = []
-    for question, took in zip(questions, times, strict=False):
-        (named if people & set(question.split()) else plain).append(took)
+    for times in rounds:
+        # A round may stop short of ``questions`` (a system out of time): the first ones.
+        for question, took in zip(questions, times, strict=False):
+            (named if people & set(question.split()) else plain).append(took)
     found: dict[str, float] = {}
     if named:
         found["p50_named_ms"] = statistics.median(named)
@@ -419,10 +429,31 @@ def _progress(system: str, size: int, message: str) -> None:
     print(f"  {system} {size:,}: {message}", file=sys.stderr, flush=True)
 
 
-def run_one(
-    system: str, size: int, queries: int, single: int, batch: int, budget: float, server: str
-) -> dict[str, Any]:
-    """Measure one system at one size in this process (called in a fresh subprocess)."""
+#: Lines the child process writes for its parent start with this (a library may print too).
+MARK = "@@peers "
+
+
+def _say(payload: dict[str, Any]) -> None:
+    print(MARK + json.dumps(payload), flush=True)
+
+
+def serve_one(
+    system: str,
+    size: int,
+    queries: int,
+    single: int,
+    batch: int,
+    budget: float,
+    rounds: int,
+    server: str,
+) -> None:
+    """Build one system's store in this process, then time rounds of queries on request.
+
+    Writes a ``ready`` line with the write figures once the store is built and
+    warmed; then, for each ``round`` line on stdin, one line with every timed
+    query's milliseconds. On ``end`` (or end of input) it drops the store and
+    writes its peak RSS. A system that cannot run writes a ``skipped`` line.
+    """
     items = synthetic_memories(size)
     questions = synthetic_queries()[:queries]
     vectors = Vectors([item["content"] for item in items] + questions)
@@ -470,62 +501,185 @@ def run_one(
             if written < size:
                 # Still time the queries, over what was written, within their own allowance.
                 result["timeout"] = "writes"
-                deadline = time.monotonic() + LATE_QUERIES_S
+            allowance = LATE_QUERIES_S if written < size else round_allowance(budget, rounds)
             for query in questions[:WARM_UP]:
                 peer.search(query)
-            times, hits = [], []
-            for query in questions:
-                if time.monotonic() > deadline:
-                    result.setdefault("timeout", "queries")
+            _say({"ready": True, **result})
+            for line in sys.stdin:
+                if line.strip() != "round":
                     break
-                t = time.perf_counter()
-                hits.append(peer.search(query))
-                times.append((time.perf_counter() - t) * 1000)
-            result["searched"] = len(times)
-            if times:
-                result["p50_ms"] = statistics.median(times)
-                result["p95_ms"] = _percentile(times, 0.95)
-                result["hits_mean"] = statistics.fmean(hits)
-                result.update(_by_name(questions, times))
+                stop = time.monotonic() + allowance
+                times, hits = [], []
+                for query in questions:
+                    if time.monotonic() > stop:
+                        break
+                    t = time.perf_counter()
+                    hits.append(peer.search(query))
+                    times.append((time.perf_counter() - t) * 1000)
+                _say({"times": times, "hits": hits})
     except Skip as exc:
-        return {"system": system, "size": size, "skipped": str(exc)}
+        _say({"system": system, "size": size, "skipped": str(exc)})
+        return
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return result
+    _say({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
-def _child(args: argparse.Namespace, system: str, size: int) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.peers",
-        "--one",
-        system,
-        "--size",
-        str(size),
-        "--queries",
-        str(args.queries),
-        "--single",
-        str(args.single),
-        "--batch",
-        str(args.batch),
-        "--budget",
-        str(args.budget),
-        "--server",
-        args.server,
-    ]
-    # Set-up (data, vectors) and one slow last call run past the budget: allow for both.
-    limit = args.budget * 1.5 + 300
-    try:
-        out = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        return {"system": system, "size": size, "killed": f"killed after {limit:.0f} s"}
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return {"system": system, "size": size, "failed": f"exit {out.returncode}"}
-    parsed: dict[str, Any] = json.loads(lines[-1])
-    return parsed
+def round_allowance(budget: float, rounds: int) -> float:
+    """Seconds one round of queries may take: the budget shared by the rounds, at least
+    ``LATE_QUERIES_S``."""
+    return max(LATE_QUERIES_S, budget / rounds)
+
+
+class _Child:
+    """One system's process, spoken to a line at a time."""
+
+    def __init__(self, args: argparse.Namespace, system: str, size: int) -> None:
+        self.system = system
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.peers",
+            "--one",
+            system,
+            "--size",
+            str(size),
+            "--queries",
+            str(args.queries),
+            "--single",
+            str(args.single),
+            "--batch",
+            str(args.batch),
+            "--budget",
+            str(args.budget),
+            "--rounds",
+            str(args.rounds),
+            "--server",
+            args.server,
+        ]
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(MARK):
+                self.lines.put(json.loads(line[len(MARK) :]))
+        self.lines.put(None)  # the child has gone
+
+    def ask(self, command: str | None, timeout: float) -> dict[str, Any] | None:
+        """Send ``command`` (if any) and wait for the child's next line; ``None``: none came."""
+        if command is not None:
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(command + "\n")
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                return None
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def stop(self, grace: float = 0.0) -> None:
+        """End the process (killed if it still runs after ``grace`` s) and close its pipes."""
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.reader.join()  # it reads to the end of the output, which the exit closed
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with suppress(BrokenPipeError):
+                    pipe.close()
+
+
+def run_size(args: argparse.Namespace, size: int) -> list[dict[str, Any]]:
+    """Every system at ``size``: stores built one after another, then rounds of queries.
+
+    Each system keeps its own process and store. A round times every system's
+    questions, one system after another, in an order turned by one each round, so
+    the machine's drift over the run falls on every system alike.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    children: dict[str, _Child] = {}
+    limit = args.budget * 1.5 + 300  # set-up and one slow last call run past the budget
+    for system in args.systems:
+        print(f"{system} at {size:,}", file=sys.stderr, flush=True)
+        child = _Child(args, system, size)
+        ready = child.ask(None, limit)
+        if ready is None or "ready" not in ready:
+            running = child.proc.poll() is None
+            child.stop()
+            if ready is None:  # no line in time (killed now), or the process died
+                ready = {"system": system, "size": size}
+                if running:
+                    ready["killed"] = f"killed after {limit:.0f} s"
+                else:
+                    ready["failed"] = f"exit {child.proc.returncode}"
+            results[system] = ready
+            print(f"  {_status(ready, args.budget)}", file=sys.stderr)
+            continue
+        ready.pop("ready")
+        results[system], children[system] = ready, child
+        print(
+            f"  put {_rate(ready, 'single_per_s')}/s, batch {_rate(ready, 'batch_per_s')}/s",
+            file=sys.stderr,
+        )
+    rounds: dict[str, list[list[float]]] = {system: [] for system in children}
+    hits: dict[str, list[int]] = {system: [] for system in children}
+    allowance = round_allowance(args.budget, args.rounds) + 60
+    for number in range(args.rounds):
+        turn = list(children)
+        turn = turn[number % len(turn) :] + turn[: number % len(turn)] if turn else turn
+        for system in turn:
+            reply = children[system].ask("round", allowance)
+            if reply is None or "times" not in reply:
+                children.pop(system).stop()
+                results[system]["failed"] = f"round {number + 1} did not answer"
+                continue
+            rounds[system].append(reply["times"])
+            hits[system] += reply["hits"]
+        print(f"  round {number + 1} of {args.rounds} timed", file=sys.stderr, flush=True)
+    questions = synthetic_queries()[: args.queries]
+    for system, child in children.items():
+        final = child.ask("end", 300) or {}
+        child.stop(grace=30)
+        result = results[system]
+        result["peak_rss_mb"] = final.get("peak_rss_mb", 0.0)
+        result.update(pooled(questions, rounds[system]))
+        if hits[system]:
+            result["hits_mean"] = statistics.fmean(hits[system])
+        print(
+            f"  {system}: p50 {result.get('p50_ms', 0):.2f} ms p95 {result.get('p95_ms', 0):.2f} "
+            f"ms, peak RSS {result['peak_rss_mb']:.0f} MB",
+            file=sys.stderr,
+        )
+    return [results[system] for system in args.systems]
+
+
+def pooled(questions: Sequence[str], rounds: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """A system's query figures over all its rounds: p50 and p95 of every timed query,
+    the p50 of each round, and the p50 over the questions naming a person and the others.
+
+    A round cut short by its allowance marks the result ``timeout: queries``.
+    """
+    every = [took for times in rounds for took in times]
+    found: dict[str, Any] = {"searched": len(every), "round_p50_ms": []}
+    if not every:
+        return found
+    found["p50_ms"] = statistics.median(every)
+    found["p95_ms"] = _percentile(every, 0.95)
+    found["round_p50_ms"] = [statistics.median(times) for times in rounds if times]
+    if any(len(times) < len(questions) for times in rounds):
+        found["timeout"] = "queries"
+    found.update(_by_name(questions, rounds))
+    return found
 
 
 def _ratio(value: float | None, base: float | None) -> str:
@@ -556,7 +710,10 @@ def _status(r: dict[str, Any], budget: float) -> str | None:
             "queries timed over those"
         )
     if r.get("timeout") == "queries":
-        return f"did not finish {r['queries']} queries in {_span(budget)} ({r['searched']} timed)"
+        return (
+            f"did not finish the {r['queries']} queries of every round in its allowance "
+            f"({r['searched']:,} timed in all)"
+        )
     return None
 
 
@@ -633,6 +790,7 @@ def _subsection(
             *table(results, budget),
             "",
             *_named_line(results),
+            *_rounds_line(results),
             f"Of each peak RSS, about {min(workload):,.0f} MB is the workload itself (the "
             "memories, queries and vectors, made in the process before the store opens).",
             end,
@@ -657,6 +815,28 @@ def _named_line(results: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _rounds_line(results: list[dict[str, Any]]) -> list[str]:
+    """Each system's p50 round by round, and its ratio to Noema SQLite's in each round."""
+    timed = [r for r in results if len(r.get("round_p50_ms", ())) > 1]
+    if not timed:
+        return []
+    base = next((r["round_p50_ms"] for r in timed if r["system"] == "noema-sqlite"), None)
+    parts = []
+    for r in timed:
+        p50s = r["round_p50_ms"]
+        part = f"{LABELS[r['system']]} " + " / ".join(f"{v:.2f}" for v in p50s) + " ms"
+        if base is not None and r["system"] != "noema-sqlite" and len(base) == len(p50s):
+            ratios = [peer / ours for peer, ours in zip(p50s, base, strict=True)]
+            part += f" ({min(ratios):.2f}-{max(ratios):.2f}× Noema SQLite's)"
+        parts.append(part)
+    return [
+        f"Query p50 in each of the {len(timed[0]['round_p50_ms'])} rounds: "
+        + "; ".join(parts)
+        + ".",
+        "",
+    ]
+
+
 def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
     """The whole section: the method, then one table per size (``sections``, by size)."""
     return "\n".join(
@@ -676,7 +856,11 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             "mem0 `add` of a list of messages, which it writes one by one inside and which "
             "takes one metadata for the whole list, so its batches carry none). Queries: "
             f"{WARM_UP} untimed, then {args.queries} timed, top {TOP_K}, each query's "
-            "vector lookup included. Medians and p95 of one run. Peak RSS is the client "
+            f"vector lookup included, in {args.rounds} rounds: once every store is built, "
+            "each round times every system's questions, one system after another (each "
+            "in its own process, kept open), the order turned by one each round, so the "
+            "machine's drift over the run falls on every system alike. p50 and p95 over "
+            "every round's queries, of one run. Peak RSS is the client "
             "process's (`ru_maxrss`); the PostgreSQL server's memory is not in it. Each "
             f"system has {_span(args.budget)} from its first write.",
             "",
@@ -734,34 +918,35 @@ def main(argv: list[str] | None = None) -> int:
         default=SERVER,
         help="a PostgreSQL database to connect to for creating and dropping the benchmark's",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds of the timed queries; each round times every system in turn",
+    )
     parser.add_argument("--output", type=Path, help="markdown file to update")
     parser.add_argument("--json", type=Path, help="also write every raw result here")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.one:
-        result = run_one(
-            args.one, args.size, args.queries, args.single, args.batch, args.budget, args.server
+        serve_one(
+            args.one,
+            args.size,
+            args.queries,
+            args.single,
+            args.batch,
+            args.budget,
+            args.rounds,
+            args.server,
         )
-        print(json.dumps(result))
         return 0
     by_size: dict[int, list[dict[str, Any]]] = {}
     for size in args.sizes:
         before = _load()
-        for system in args.systems:
-            print(f"{system} at {size:,}", file=sys.stderr, flush=True)
-            r = _child(args, system, size)
-            by_size.setdefault(size, []).append(r)
-            status = _status(r, args.budget)
-            if status:
-                print(f"  {status}", file=sys.stderr)
-            if "written" in r:
-                print(
-                    f"  put {_rate(r, 'single_per_s')}/s, batch {_rate(r, 'batch_per_s')}/s, "
-                    f"p50 {r.get('p50_ms', 0):.2f} ms p95 {r.get('p95_ms', 0):.2f} ms, "
-                    f"peak RSS {r['peak_rss_mb']:.0f} MB",
-                    file=sys.stderr,
-                )
+        by_size[size] = run_size(args, size)
         # Each size is written when it is done, so a long run keeps what it finished.
         if args.json:
             args.json.write_text(json.dumps(by_size, indent=1) + "\n", encoding="utf-8")
@@ -771,6 +956,8 @@ def main(argv: list[str] | None = None) -> int:
                 str(size),
                 "--queries",
                 str(args.queries),
+                "--rounds",
+                str(args.rounds),
                 "--systems",
                 *args.systems,
                 "--single",
