@@ -23,10 +23,11 @@ lists, mem0 ``add`` of a list of messages with ``infer=False``, which writes the
 one by one inside). Then 20 untimed warm-up queries, and the process waits.
 
 The stores are built one after another; then ``--rounds`` rounds of the
-``--queries`` timed top-10 searches, each round asking every system's process in
-turn (the order turned by one each round), so that the machine's drift over a
-run (other tenants, a cache dropped) falls on every system alike rather than on
-whichever ran in a bad minute. p50 and p95 are over every round's queries; the
+``--queries`` timed top-10 searches. A round asks every system's process in turn
+for a block of ``--block`` questions, then for the next block (the order turned
+by one each round), so that the machine's drift over a run (other tenants, a
+cache dropped) falls on every system alike rather than on whichever ran in a bad
+minute. p50 and p95 are over every round's queries; the
 tables also give each round's p50. A system that has not written everything
 within ``--budget`` seconds of its first write is reported with how far it got,
 and its queries are timed over what it wrote (for at most ``LATE_QUERIES_S`` a
@@ -450,8 +451,9 @@ def serve_one(
     """Build one system's store in this process, then time rounds of queries on request.
 
     Writes a ``ready`` line with the write figures once the store is built and
-    warmed; then, for each ``round`` line on stdin, one line with every timed
-    query's milliseconds. On ``end`` (or end of input) it drops the store and
+    warmed; then, for each ``block FIRST LAST`` line on stdin, one line with the
+    milliseconds of each of those questions (a block stops early once it has
+    taken its share of a round's allowance). On ``end`` (or end of input) it drops the store and
     writes its peak RSS. A system that cannot run writes a ``skipped`` line.
     """
     items = synthetic_memories(size)
@@ -506,11 +508,14 @@ def serve_one(
                 peer.search(query)
             _say({"ready": True, **result})
             for line in sys.stdin:
-                if line.strip() != "round":
+                command = line.split()
+                if len(command) != 3 or command[0] != "block":
                     break
-                stop = time.monotonic() + allowance
+                first, last = int(command[1]), int(command[2])
+                share = allowance * (last - first) / len(questions)
+                stop = time.monotonic() + share
                 times, hits = [], []
-                for query in questions:
+                for query in questions[first:last]:
                     if time.monotonic() > stop:
                         break
                     t = time.perf_counter()
@@ -603,8 +608,9 @@ def run_size(args: argparse.Namespace, size: int) -> list[dict[str, Any]]:
     """Every system at ``size``: stores built one after another, then rounds of queries.
 
     Each system keeps its own process and store. A round times every system's
-    questions, one system after another, in an order turned by one each round, so
-    the machine's drift over the run falls on every system alike.
+    questions a block of ``args.block`` at a time: each block goes to every system
+    in turn, in an order turned by one each round, so the machine's drift over the
+    run falls on every system alike.
     """
     results: dict[str, dict[str, Any]] = {}
     children: dict[str, _Child] = {}
@@ -635,16 +641,20 @@ def run_size(args: argparse.Namespace, size: int) -> list[dict[str, Any]]:
     hits: dict[str, list[int]] = {system: [] for system in children}
     allowance = round_allowance(args.budget, args.rounds) + 60
     for number in range(args.rounds):
-        turn = list(children)
-        turn = turn[number % len(turn) :] + turn[: number % len(turn)] if turn else turn
-        for system in turn:
-            reply = children[system].ask("round", allowance)
-            if reply is None or "times" not in reply:
-                children.pop(system).stop()
-                results[system]["failed"] = f"round {number + 1} did not answer"
-                continue
-            rounds[system].append(reply["times"])
-            hits[system] += reply["hits"]
+        for system in children:
+            rounds[system].append([])
+        for first in range(0, args.queries, args.block):
+            last = min(first + args.block, args.queries)
+            turn = list(children)
+            turn = turn[number % len(turn) :] + turn[: number % len(turn)] if turn else turn
+            for system in turn:
+                reply = children[system].ask(f"block {first} {last}", allowance)
+                if reply is None or "times" not in reply:
+                    children.pop(system).stop()
+                    results[system]["failed"] = f"round {number + 1} did not answer"
+                    continue
+                rounds[system][-1] += reply["times"]
+                hits[system] += reply["hits"]
         print(f"  round {number + 1} of {args.rounds} timed", file=sys.stderr, flush=True)
     questions = synthetic_queries()[: args.queries]
     for system, child in children.items():
@@ -857,10 +867,10 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             "takes one metadata for the whole list, so its batches carry none). Queries: "
             f"{WARM_UP} untimed, then {args.queries} timed, top {TOP_K}, each query's "
             f"vector lookup included, in {args.rounds} rounds: once every store is built, "
-            "each round times every system's questions, one system after another (each "
-            "in its own process, kept open), the order turned by one each round, so the "
-            "machine's drift over the run falls on every system alike. p50 and p95 over "
-            "every round's queries, of one run. Peak RSS is the client "
+            f"each round asks every system (each in its own process, kept open) for "
+            f"{args.block} questions in turn, then the next {args.block}, the order turned "
+            "by one each round, so the machine's drift over the run falls on every system "
+            "alike. p50 and p95 over every round's queries, of one run. Peak RSS is the client "
             "process's (`ru_maxrss`); the PostgreSQL server's memory is not in it. Each "
             f"system has {_span(args.budget)} from its first write.",
             "",
@@ -924,13 +934,19 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="rounds of the timed queries; each round times every system in turn",
     )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=20,
+        help="questions a system answers before the next system's turn, within a round",
+    )
     parser.add_argument("--output", type=Path, help="markdown file to update")
     parser.add_argument("--json", type=Path, help="also write every raw result here")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.block < 1:
+        parser.error("--rounds and --block must be at least 1")
     if args.one:
         serve_one(
             args.one,
@@ -958,6 +974,8 @@ def main(argv: list[str] | None = None) -> int:
                 str(args.queries),
                 "--rounds",
                 str(args.rounds),
+                "--block",
+                str(args.block),
                 "--systems",
                 *args.systems,
                 "--single",

@@ -29,7 +29,7 @@ def test_a_run_times_each_system_in_every_round_and_writes_its_table(
 ) -> None:
     output = tmp_path / "benchmarks.md"
     output.write_text("# Benchmarks\n")
-    args = ["--sizes", "150", "--queries", "8", "--rounds", "3", "--single", "20"]
+    args = ["--sizes", "150", "--queries", "8", "--rounds", "3", "--block", "3", "--single", "20"]
     args += ["--batch", "50", "--budget", "120", "--systems", "noema-sqlite"]
     assert main([*args, "--output", str(output), "--json", str(tmp_path / "raw.json")]) == 0
     text = output.read_text()
@@ -47,4 +47,4 @@ def test_fewer_than_one_round_is_refused(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit) as exit_info:
         main(["--rounds", "0"])
     assert exit_info.value.code == 2
-    assert "--rounds must be at least 1" in capsys.readouterr().err
+    assert "--rounds and --block must be at least 1" in capsys.readouterr().err
