@@ -534,6 +534,43 @@ def test_a_text_search_of_words_no_memory_holds_runs_no_ranking_statement(
     assert len(ranking) == 1  # only the search that finds something
 
 
+def test_a_strict_text_search_that_nothing_matches_stops_after_one_probe_of_the_index(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "ferry" and "harbor" are each in half of 2,100 memories, never in the same
+    # one. A strict search of both probes the GIN index once and stops: no word
+    # counts, no ranking. Asked for one row, the planner would walk the mind's
+    # rows instead (all of them, as none matches): the probe keeps to the index.
+    statements: list[str] = []
+    plans: list[str] = []
+    listed = PostgresSession.all
+
+    def spy(self: PostgresSession, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        statements.append(query)
+        if query.startswith("SELECT 1 FROM memories"):
+            explained = self.cur.execute("EXPLAIN " + query, params).fetchall()
+            plans.append(" ".join(str(row[0]) for row in explained))
+        return listed(self, query, params)
+
+    items = [{"content": f"note {i} " + ("ferry" if i % 2 else "harbor")} for i in range(2_100)]
+    with Mind.open(store_url, "m", embedder="none") as mind:
+        mind.remember_many(items)
+        monkeypatch.setattr(PostgresSession, "all", spy)
+        with mind.storage.transaction(write=False) as session:
+            assert isinstance(session, PostgresSession)
+            for terms, found in ((["ferry", "harbor"], 0), (["ferry", "note"], 10)):
+                search = ops.SearchText(mind.id, terms, True, RecallFilters(), None, 10, "content")
+                assert len(session.run(search)) == found
+                for setting in ("enable_seqscan", "enable_indexscan"):
+                    assert session.cur.execute(f"SHOW {setting}").fetchone() == ("on",)
+    counts = [i for i, q in enumerate(statements) if q.startswith("WITH stats")]
+    ranked = [i for i, q in enumerate(statements) if "LATERAL" in q]
+    probes = [i for i, q in enumerate(statements) if q.startswith("SELECT 1 FROM memories")]
+    assert len(probes) == 2 and len(counts) == 1 and len(ranked) == 1
+    assert probes[0] < probes[1] < counts[0] < ranked[0]  # the first search stopped at its probe
+    assert all("Bitmap Index Scan" in plan and "Seq Scan" not in plan for plan in plans), plans
+
+
 # ---------------------------------------------------------------- job leases
 
 HOLDER = """
