@@ -22,10 +22,10 @@ in batches of ``--batch`` through the system's batch API (Noema
 lists, mem0 ``add`` of a list of messages with ``infer=False``, which writes them
 one by one inside). Then 20 untimed warm-up queries, and the process waits.
 
-The stores are built one after another; each system answers the warm-up
-questions once more (a store built first has had its pages pushed out of the
-OS's cache by the others' since); then ``--rounds`` rounds of the
-``--queries`` timed top-10 searches. A round asks every system's process in turn
+The stores are built one after another; each system answers every question
+once, untimed (a store built first has had its pages pushed out of the OS's
+cache by the others' since); then ``--rounds`` rounds of the ``--queries``
+timed top-10 searches. A round asks every system's process in turn
 for a block of ``--block`` questions, then for the next block (the order turned
 by one each round), so that the machine's drift over a run (other tenants, a
 cache dropped) falls on every system alike rather than on whichever ran in a bad
@@ -453,7 +453,7 @@ def serve_one(
     """Build one system's store in this process, then time rounds of queries on request.
 
     Writes a ``ready`` line with the write figures once the store is built and
-    warmed; then, on ``warm``, the warm-up questions again, and for each
+    warmed; then, on ``warm``, every question once, untimed, and for each
     ``block FIRST LAST`` line on stdin, one line with the
     milliseconds of each of those questions (a block stops early once it has
     taken its share of a round's allowance). On ``end`` (or end of input) it drops the store and
@@ -512,8 +512,8 @@ def serve_one(
             _say({"ready": True, **result})
             for line in sys.stdin:
                 command = line.split()
-                if command == ["warm"]:  # once more, just before the rounds
-                    for query in questions[:WARM_UP]:
+                if command == ["warm"]:  # an untimed round, just before the timed ones
+                    for query in questions:
                         peer.search(query)
                     _say({"warm": True})
                     continue
@@ -648,7 +648,8 @@ def run_size(args: argparse.Namespace, size: int) -> list[dict[str, Any]]:
     rounds: dict[str, list[list[float]]] = {system: [] for system in children}
     hits: dict[str, list[int]] = {system: [] for system in children}
     allowance = round_allowance(args.budget, args.rounds) + 60
-    # The stores built last pushed the first ones' pages out of the OS's cache.
+    # The stores built last pushed the first ones' pages out of the OS's cache: an
+    # untimed round, so that every round timed finds every store as warm.
     for system in list(children):
         if children[system].ask("warm", allowance) is None:
             children.pop(system).stop()
@@ -880,7 +881,7 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             "takes one metadata for the whole list, so its batches carry none). Queries: "
             f"{WARM_UP} untimed, then {args.queries} timed, top {TOP_K}, each query's "
             f"vector lookup included, in {args.rounds} rounds: once every store is built "
-            f"and has answered the {WARM_UP} untimed questions once more, "
+            "and has answered every question once more, untimed, "
             f"each round asks every system (each in its own process, kept open) for "
             f"{args.block} questions in turn, then the next {args.block}, the order turned "
             "by one each round, so the machine's drift over the run falls on every system "
