@@ -25,15 +25,15 @@ one by one inside). Then 20 untimed warm-up queries, and the process waits.
 The stores are built one after another; each system answers every question
 once, untimed (a store built first has had its pages pushed out of the OS's
 cache by the others' since); then ``--rounds`` rounds of the ``--queries``
-timed top-10 searches. A round asks every system's process in turn
-for a block of ``--block`` questions, then for the next block (the order turned
-by one each round), so that the machine's drift over a run (other tenants, a
-cache dropped) falls on every system alike rather than on whichever ran in a bad
-minute. p50 and p95 are over every round's queries; the
-tables also give each round's p50. A system that has not written everything
-within ``--budget`` seconds of its first write is reported with how far it got,
-and its queries are timed over what it wrote (for at most ``LATE_QUERIES_S`` a
-round); a round of any system stops after its share of the budget.
+timed top-10 searches. A round asks every system's process in turn for a block
+of ``--block`` questions, then for the next block (the order turned by one each
+round), so that the machine's drift over a run (other tenants, a cache dropped)
+falls on every system alike rather than on whichever ran in a bad minute. p50
+and p95 are over every round's queries; the tables also give each round's p50.
+A system that has not written everything within ``--budget`` seconds of its
+first write is reported with how far it got, and its queries are timed over
+what it wrote (for at most ``LATE_QUERIES_S`` a round); a round of any system
+stops after its share of the budget.
 """
 
 from __future__ import annotations
@@ -453,11 +453,11 @@ def serve_one(
     """Build one system's store in this process, then time rounds of queries on request.
 
     Writes a ``ready`` line with the write figures once the store is built and
-    warmed; then, on ``warm``, every question once, untimed, and for each
-    ``block FIRST LAST`` line on stdin, one line with the
-    milliseconds of each of those questions (a block stops early once it has
-    taken its share of a round's allowance). On ``end`` (or end of input) it drops the store and
-    writes its peak RSS. A system that cannot run writes a ``skipped`` line.
+    warmed. Then, read from stdin: ``warm`` asks every question once, untimed;
+    ``block FIRST LAST`` times those questions, one line with each one's
+    milliseconds (a block stops early once it has taken its share of a round's
+    allowance); ``end`` (or the end of input) drops the store and writes the
+    peak RSS. A system that cannot run writes a ``skipped`` line.
     """
     items = synthetic_memories(size)
     questions = synthetic_queries()[:queries]
@@ -548,7 +548,6 @@ class _Child:
     """One system's process, spoken to a line at a time."""
 
     def __init__(self, args: argparse.Namespace, system: str, size: int) -> None:
-        self.system = system
         command = [
             sys.executable,
             "-m",
