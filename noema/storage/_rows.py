@@ -99,7 +99,8 @@ def to_micros(value: datetime) -> int:
 
 
 def from_micros(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
+    """The aware datetime of ``to_micros`` (exact: a timedelta times an integer)."""
+    return _EPOCH + _MICRO * value
 
 
 def opt_time(value: int | None) -> datetime | None:
@@ -195,20 +196,13 @@ def mind_from_row(row: Sequence[Any]) -> MindInfo:
     return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
 
 
-#: Each enum column's members by value: a dict look-up, where calling the enum
-#: costs a microsecond (recall builds a hundred memories per query).
-_ENUM_COLUMNS: tuple[tuple[str, dict[Any, Any]], ...] = tuple(
-    (column, {member.value: member for member in enum})
-    for column, enum in (
-        ("kind", MemoryKind),
-        ("epistemic", Epistemic),
-        ("channel", Channel),
-        ("status", Status),
-        ("decay", DecayClass),
-        ("lifecycle", Lifecycle),
-    )
-)
-_TIME_COLUMNS = tuple(sorted(TIME_COLUMNS))
+def _members(enum: type[Any]) -> dict[Any, Any]:
+    """An enum's members by value: a dict look-up, where calling the enum costs a microsecond."""
+    return {member.value: member for member in enum}
+
+
+_KIND, _EPISTEMIC, _CHANNEL = _members(MemoryKind), _members(Epistemic), _members(Channel)
+_STATUS, _DECAY, _LIFECYCLE = _members(Status), _members(DecayClass), _members(Lifecycle)
 
 
 @lru_cache(maxsize=4_096)
@@ -218,20 +212,88 @@ def _tags(text: str) -> tuple[str, ...]:
 
 
 def memory_from_row(row: Sequence[Any]) -> Memory:
-    # Rows were validated on the way in: rebuild types without re-validating.
-    data = dict(zip(MEMORY_COLUMNS, row, strict=False))
-    times: dict[int, datetime] = {}  # a row's times are mostly one instant (when written)
-    for column in _TIME_COLUMNS:
-        value = data[column]
-        if value is not None:
-            at = times.get(value)
-            if at is None:
-                at = times[value] = _EPOCH + timedelta(microseconds=value)
-            data[column] = at
-    for column, members in _ENUM_COLUMNS:
-        data[column] = members[data[column]]
-    data["tags"] = _tags(data["tags"])
-    data["payload"] = json.loads(data["payload"]) if data["payload"] != "{}" else {}
+    """The memory of a row of ``MEMORY_COLUMNS``, in that order.
+
+    Rows were validated on the way in: types are rebuilt without validating
+    again. Recall builds about a hundred memories a query, so the columns are
+    unpacked by name rather than zipped and patched; a memory's times are
+    mostly the instant it was recorded, converted once.
+    """
+    (
+        id_,
+        mind_id,
+        kind,
+        epistemic,
+        channel,
+        content,
+        summary,
+        key,
+        tags,
+        payload,
+        confidence,
+        alpha,
+        beta,
+        importance,
+        salience,
+        trust,
+        credibility,
+        activation,
+        activation_at,
+        status,
+        valid_from,
+        valid_to,
+        recorded_at,
+        last_accessed,
+        access_count,
+        origin_event,
+        content_hash,
+        feedback_count,
+        feedback_mean,
+        decay,
+        keys,
+        lifecycle,
+        world,
+        changed_at,
+    ) = row
+    recorded = _EPOCH + _MICRO * recorded_at
+    data = {
+        "id": id_,
+        "mind_id": mind_id,
+        "kind": _KIND[kind],
+        "epistemic": _EPISTEMIC[epistemic],
+        "channel": _CHANNEL[channel],
+        "content": content,
+        "summary": summary,
+        "key": key,
+        "tags": _tags(tags),
+        "payload": json.loads(payload) if payload != "{}" else {},
+        "confidence": confidence,
+        "alpha": alpha,
+        "beta": beta,
+        "importance": importance,
+        "salience": salience,
+        "trust": trust,
+        "credibility": credibility,
+        "activation": activation,
+        "activation_at": (
+            recorded if activation_at == recorded_at else _EPOCH + _MICRO * activation_at
+        ),
+        "status": _STATUS[status],
+        "valid_from": recorded if valid_from == recorded_at else _EPOCH + _MICRO * valid_from,
+        "valid_to": None if valid_to is None else _EPOCH + _MICRO * valid_to,
+        "recorded_at": recorded,
+        "last_accessed": None if last_accessed is None else _EPOCH + _MICRO * last_accessed,
+        "access_count": access_count,
+        "origin_event": origin_event,
+        "content_hash": content_hash,
+        "feedback_count": feedback_count,
+        "feedback_mean": feedback_mean,
+        "decay": _DECAY[decay],
+        "keys": keys,
+        "lifecycle": _LIFECYCLE[lifecycle],
+        "world": world,
+        "changed_at": None if changed_at is None else _EPOCH + _MICRO * changed_at,
+    }
     return trusted(Memory, data)
 
 
