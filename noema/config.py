@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import tomllib
@@ -89,12 +88,22 @@ class RecallWeights(BaseModel):
 
         A zero graph weight is left out, so the graph lane adds candidates only.
         """
-        return dict(_effective(self, vectors))
+        held = _EFFECTIVE.get((id(self), vectors))
+        if held is None or held[0] is not self:
+            if len(_EFFECTIVE) >= _EFFECTIVE_HELD:
+                _EFFECTIVE.clear()
+            held = _EFFECTIVE[id(self), vectors] = (self, _effective(self, vectors))
+        return dict(held[1])
 
 
-@functools.lru_cache(maxsize=64)
+#: ``RecallWeights.effective`` once per (frozen) weights object, found by identity:
+#: recall asks once per candidate, and hashing the model cost more than the rest.
+#: Each entry holds its weights, so no other object can take its id meanwhile.
+_EFFECTIVE: dict[tuple[int, bool], tuple[RecallWeights, tuple[tuple[str, float], ...]]] = {}
+_EFFECTIVE_HELD = 64
+
+
 def _effective(weights: RecallWeights, vectors: bool) -> tuple[tuple[str, float], ...]:
-    """``RecallWeights.effective``, once per (frozen) weights: recall asks per candidate."""
     effective = weights.model_dump()
     del effective["world"]  # added by the recall's scope, when it names a world
     for optional in OPTIONAL_SIGNALS:
