@@ -93,10 +93,12 @@ def diversify(
     ]
     if len(held) > 1:
         rows = np.stack([row for _, row in held])
+        # Each result's closest higher-ranked one: the row's maximum left of the diagonal.
+        higher = np.tri(len(held), k=-1, dtype=bool)
+        closest = np.where(higher, rows @ rows.T, -np.inf).max(axis=1).tolist()
         for position in range(1, len(held)):
-            closest = float(np.max(rows[:position] @ rows[position]))
-            if closest > DIVERSITY_THRESHOLD:
-                cost = -(closest - DIVERSITY_THRESHOLD) * DIVERSITY_COST
+            if closest[position] > DIVERSITY_THRESHOLD:
+                cost = -(closest[position] - DIVERSITY_THRESHOLD) * DIVERSITY_COST
                 held[position][0].components["diversity"] = cost
     window.sort(key=best_first)
     return window + scored[limit * 2 :]
