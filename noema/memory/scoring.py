@@ -147,9 +147,10 @@ def score(
         components["status"] = weights["status"] * signals["status"]
     else:
         weights = config.weights.effective(vectors=has_vector)
-        for name in weights:  # a weighted signal the query does not raise is 0
-            signals.setdefault(name, 0.0)
-        components = {name: weight * signals[name] for name, weight in weights.items()}
+        # A weighted signal the query does not raise is 0.
+        components = {
+            name: weight * signals.setdefault(name, 0.0) for name, weight in weights.items()
+        }
         if memory.feedback_count:
             components["feedback"] = feedback_adjustment(memory.feedback_mean)
     if rng is not None:
