@@ -40,8 +40,11 @@ EXACT_BELOW = 5_000
 #: Build and search breadth of the HNSW graph (usearch's defaults are 128 and 64).
 EXPANSION_ADD = 64
 MIN_EXPANSION_SEARCH = 128
-#: Candidates re-scored exactly at least, whatever the limit (the index's order is
-#: approximate: int8 distances and, past EXACT_BELOW, a graph search).
+#: Candidates read and re-scored exactly per result asked for, and at least
+#: RESCORE_MIN: a quarter more than asked for, as the index's order is approximate
+#: (int8 distances and, past EXACT_BELOW, a graph search). Each costs a read of its
+#: float32 row, most of a search's time (ADR 0008, amendment of 2026-12-05).
+RESCORE_FACTOR = 1.25
 RESCORE_MIN = 64
 #: Rows read from the table per step while an index catches up.
 SYNC_CHUNK = 5_000
@@ -204,7 +207,7 @@ class VectorIndexes:
             first = None
             # Candidates come best first: read them in slices until enough pass the filters.
             rows: list[tuple[int, bytes]] = []
-            step = max(op.limit * 2, RESCORE_MIN)
+            step = max(int(op.limit * RESCORE_FACTOR), RESCORE_MIN)
             for start in range(0, len(keys), step):
                 rows += _passing(conn, op, dims, keys[start : start + step])
                 if len(rows) >= op.limit:

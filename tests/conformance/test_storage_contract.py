@@ -1526,6 +1526,9 @@ def test_search_vectors_scores_exactly_and_widens_past_filters(storage: Storage)
     best = np.argsort(-exact)[:10]
     assert [m.id for m, _ in hits] == [memories[i].id for i in best]
     assert np.allclose([sim for _, sim in hits], exact[best], atol=1e-6)
+    # Recall's pool for ten results (50): the nearest 50, in order.
+    hits = nearest(storage, mind, "m8", query, limit=50)
+    assert [m.id for m, _ in hits] == [memories[i].id for i in np.argsort(-exact)[:50]]
     # A filter that most of the nearest fail: the search widens until enough pass.
     procedural = RecallFilters(kinds=(MemoryKind.PROCEDURAL,))
     hits = nearest(storage, mind, "m8", query, filters=procedural, limit=5)
