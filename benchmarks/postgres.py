@@ -21,7 +21,6 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 from benchmarks.semantic import EMBEDDER, _recall_times
 from benchmarks.storage import (
     _percentile,
+    child_result,
     machine,
     publish,
     synthetic_memories,
@@ -113,19 +113,33 @@ def run_one(server: str, size: int, batch: int) -> dict[str, Any]:
 
 
 def _server_version(server: str) -> str:
+    """The server's version, ``shared_buffers`` and pgvector's version.
+
+    Raises:
+        SystemExit: the server cannot be reached, or it has no pgvector (one line).
+    """
     import psycopg
 
-    with psycopg.connect(server, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT current_setting('server_version'), "
-            "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector'), "
-            "current_setting('shared_buffers')"
-        ).fetchone()
+    try:
+        with psycopg.connect(server, autocommit=True, connect_timeout=10) as conn:
+            row = conn.execute(
+                "SELECT current_setting('server_version'), "
+                "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector'), "
+                "current_setting('shared_buffers')"
+            ).fetchone()
+    except psycopg.Error as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise SystemExit(f"postgres: cannot reach {server}: {lines[0]}") from None
     assert row is not None
+    if row[1] is None:
+        raise SystemExit(
+            f"postgres: {server} has no pgvector (scripts/install-pgvector.sh builds it)"
+        )
     return f"PostgreSQL {row[0]} (shared_buffers {row[2]}), pgvector {row[1]}"
 
 
-def render(results: list[dict[str, Any]], server: str, command: str) -> str:
+def render(results: list[dict[str, Any]], version: str, command: str) -> str:
+    """The section of ``results``; ``version``: the server's (``_server_version``)."""
     rows = [
         f"| {r['size']:,} | {r['write_per_s']:,.0f}/s | {r['database_mb']:,.0f} MB | "
         f"{r['index_build_s']:.1f} s | {r['first_p50_ms']:.2f} / {r['first_p95_ms']:.2f} ms | "
@@ -152,7 +166,7 @@ def render(results: list[dict[str, Any]], server: str, command: str) -> str:
             BEGIN,
             "## PostgreSQL at scale",
             "",
-            f"Measured on {machine()}, {_server_version(server)} on the same machine.",
+            f"Measured on {machine()}, {version} on the same machine.",
             f"Command: `{command}`",
             "",
             "One database per size; memories written through the reconciler with inline "
@@ -174,16 +188,6 @@ def render(results: list[dict[str, Any]], server: str, command: str) -> str:
     )
 
 
-def _subprocess(*args: str) -> Any:
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.postgres", *args],
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    return json.loads(out.stdout)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -199,10 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(run_one(args.server, args.one, args.batch)))
         return 0
+    version = _server_version(args.server)  # before any run: a server that is not there
     results = []
     for size in args.sizes:
-        result = _subprocess(
-            "--server", args.server, "--one", str(size), "--batch", str(args.batch)
+        result = child_result(
+            "benchmarks.postgres",
+            *("--server", args.server, "--one", str(size), "--batch", str(args.batch)),
+            quiet=False,
         )
         results.append(result)
         print(
@@ -214,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.postgres " + " ".join(
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
-    section = render(results, args.server, command)
+    section = render(results, version, command)
     publish(section, args.output, BEGIN, END)
     return 0
 

@@ -19,7 +19,6 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from benchmarks.storage import (
     _percentile,
+    child_result,
     machine,
     publish,
     synthetic_memories,
@@ -278,16 +278,6 @@ def render(results: list[dict[str, Any]], models: list[dict[str, Any] | None], c
     return "\n".join(lines)
 
 
-def _subprocess(*args: str) -> Any:
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.semantic", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -304,14 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = []
     for size in args.sizes:
-        result = _subprocess("--one", str(size), "--batch", str(args.batch))
+        result = child_result("benchmarks.semantic", "--one", str(size), "--batch", str(args.batch))
         results.append(result)
         print(
             f"{size:>8,} memories: write {result['write_per_s']:,.0f}/s, peek p50 "
             f"{result['peek_p50_ms']:.2f} ms p95 {result['peek_p95_ms']:.2f} ms",
             file=sys.stderr,
         )
-    models = [_subprocess("--model", name) for name in ("e5", "minilm")]
+    models = [child_result("benchmarks.semantic", "--model", name) for name in ("e5", "minilm")]
     command = "python -m benchmarks.semantic " + " ".join(
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )

@@ -221,6 +221,31 @@ def write_section(path: Path, section: str, begin: str = BEGIN, end: str = END) 
     path.write_text(text, encoding="utf-8")
 
 
+def child_result(module: str, *args: str, quiet: bool = True) -> dict[str, Any]:
+    """Run ``python -m module *args`` and return the JSON object of its last output line.
+
+    ``quiet``: the child's stderr is held back (else it streams, progress and
+    all). A child that fails ends the benchmark with a one-line error naming
+    the run, not the parent's traceback; its own error is its stderr's last
+    line, or above when it streamed.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if quiet else None,
+        text=True,
+    )
+    if done.returncode != 0:
+        lines = (done.stderr or "").strip().splitlines()
+        cause = lines[-1] if lines else "its error is above"
+        name = module.rsplit(".", 1)[-1]
+        raise SystemExit(
+            f"{name}: the run {' '.join(args)} failed (exit {done.returncode}): {cause}"
+        )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def publish(section: str, output: Path | None, begin: str = BEGIN, end: str = END) -> None:
     """Write ``section`` into the markdown file ``output``, or print it when there is none."""
     if output:
@@ -241,21 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = []
     for size in args.sizes:
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.storage",
-                "--one",
-                str(size),
-                "--batch",
-                str(args.batch),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        result = json.loads(out.stdout.strip().splitlines()[-1])
+        result = child_result("benchmarks.storage", "--one", str(size), "--batch", str(args.batch))
         results.append(result)
         print(
             f"{size:>8,} memories: write {result['write_per_s']:,.0f}/s, recall p50 "
