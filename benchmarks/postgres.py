@@ -148,19 +148,24 @@ def render(results: list[dict[str, Any]], version: str, command: str) -> str:
         for r in results
     ]
     smallest, largest = results[0], results[-1]
-    growth = largest["peek_p95_ms"] / smallest["peek_p95_ms"]
     ingest = min(r["write_per_s"] for r in results)
+    # Every pass counts: the first (cold caches), peek (reads) and recall (also writes).
+    passes = {"peek": "peek", "recall": "recall, which reinforces", "first": "first pass"}
+    worst = max(largest[f"{key}_p95_ms"] for key in passes)
     verdict = [
         f"- ingest at least {TARGET_INGEST:,}/s: slowest {ingest:,.0f}/s, "
         + ("**met**" if ingest >= TARGET_INGEST else "**missed**"),
         f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {largest['size']:,}: "
-        f"{largest['peek_p95_ms']:.2f} ms, "
-        + ("**met**" if largest["peek_p95_ms"] <= TARGET_P95_MS else "**missed**")
-        + f" (the first pass, right after the build: {largest['first_p95_ms']:.2f} ms)",
-        f"- p95 growth {smallest['size']:,} → {largest['size']:,} at most "
-        f"{TARGET_GROWTH:.0f}x: {growth:.2f}x, "
-        + ("**met**" if growth <= TARGET_GROWTH else "**missed**"),
+        + ", ".join(f"{largest[f'{key}_p95_ms']:.2f} ms ({label})" for key, label in passes.items())
+        + (", **met**" if worst <= TARGET_P95_MS else ", **missed**"),
     ]
+    if len(results) > 1:
+        growth = largest["peek_p95_ms"] / smallest["peek_p95_ms"]
+        verdict.append(
+            f"- p95 growth {smallest['size']:,} → {largest['size']:,} at most "
+            f"{TARGET_GROWTH:.0f}x: {growth:.2f}x, "
+            + ("**met**" if growth <= TARGET_GROWTH else "**missed**")
+        )
     return "\n".join(
         [
             BEGIN,
