@@ -221,8 +221,8 @@ def write_section(path: Path, section: str, begin: str = BEGIN, end: str = END) 
     path.write_text(text, encoding="utf-8")
 
 
-def child_result(module: str, *args: str, quiet: bool = True) -> dict[str, Any]:
-    """Run ``python -m module *args`` and return the JSON object of its last output line.
+def child_result(module: str, *args: str, quiet: bool = True) -> Any:
+    """Run ``python -m module *args`` and return the JSON value of its last output line.
 
     ``quiet``: the child's stderr is held back (else it streams, progress and
     all). A child that fails ends the benchmark with a one-line error naming
@@ -242,8 +242,7 @@ def child_result(module: str, *args: str, quiet: bool = True) -> dict[str, Any]:
         raise SystemExit(
             f"{name}: the run {' '.join(args)} failed (exit {done.returncode}): {cause}"
         )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def publish(section: str, output: Path | None, begin: str = BEGIN, end: str = END) -> None:
