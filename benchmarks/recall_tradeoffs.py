@@ -1,14 +1,14 @@
-"""Recall trade-offs: what the candidate pool and the common-word floor buy, and cost.
+"""Recall trade-offs: what the candidate pool and the common-word floors buy, and cost.
 
     python -m benchmarks.recall_tradeoffs --output docs/benchmarks.md
 
 A fused query scores every candidate its lanes find: ``max(limit, 10) ×
 candidates_per_result`` per lane (``MindConfig.candidates_per_result``, 5 by
 default: 50 for the usual limit of 10). The SQLite text lanes drop a query word
-found in ``COMMON_MIN_DOCS`` memories or more when rarer words remain
-(``noema.storage._sqlite_text``), which caps what one query can cost; that one is
-a constant, which this benchmark sets for its rows and puts back. For each
-setting it measures
+found in ``COMMON_MIN_DOCS`` memories or more (``KEYS_COMMON_MIN_DOCS`` in the
+expanded keys) when rarer words remain (``noema.storage._sqlite_text``), which
+caps what one query can cost; those are constants, which this benchmark sets for
+its rows and puts back. For each setting it measures
 
 - recall of LoCoMo evidence turns (categories 1-4, R@5 and R@10 of
   ``recall(question, limit=10, peek=True)``), once with each conversation in a
@@ -51,35 +51,38 @@ class Setting:
     name: str
     candidates_per_result: int
     common_min_docs: int
+    keys_common_min_docs: int = 200
 
     def view(self, mind: Any) -> Any:
         """``mind`` recalling with this setting's candidates (the same store)."""
         return locomo._view(mind, vectors=True, candidates_per_result=self.candidates_per_result)
 
 
-#: The first is the default; the others move one of the two each.
+#: The first is the default; the others move one of the three each.
 SETTINGS = (
-    Setting("default (pool 50, floor 2,000)", 5, 2_000),
+    Setting("default (pool 50, floor 2,000, keys 200)", 5, 2_000),
     Setting("pool 40", 4, 2_000),
     Setting("pool 30", 3, 2_000),
     Setting("pool 100", 10, 2_000),
     Setting("pool 200", 20, 2_000),
     Setting("floor 1,000", 5, 1_000),
     Setting("floor 500", 5, 500),
+    Setting("keys floor 2,000 (before ADR 0032)", 5, 2_000, 2_000),
 )
 
 
 @contextmanager
 def applied(setting: Setting) -> Iterator[None]:
-    """``setting``'s common-word floor in force, the default back afterwards."""
+    """``setting``'s common-word floors in force, the defaults back afterwards."""
     from noema.storage import _sqlite_text
 
-    saved = _sqlite_text.COMMON_MIN_DOCS
+    saved = _sqlite_text.COMMON_MIN_DOCS, _sqlite_text.KEYS_COMMON_MIN_DOCS
     _sqlite_text.COMMON_MIN_DOCS = setting.common_min_docs
+    _sqlite_text.KEYS_COMMON_MIN_DOCS = setting.keys_common_min_docs
     try:
         yield
     finally:
-        _sqlite_text.COMMON_MIN_DOCS = saved
+        _sqlite_text.COMMON_MIN_DOCS, _sqlite_text.KEYS_COMMON_MIN_DOCS = saved
 
 
 def _progress(message: str) -> None:
@@ -193,13 +196,14 @@ def render(report: dict[str, Any], command: str) -> str:
     base = SETTINGS[0].name
     lines = [
         BEGIN,
-        "## Recall trade-offs: the candidate pool and the common-word floor",
+        "## Recall trade-offs: the candidate pool and the common-word floors",
         "",
         f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
         f"Command: `{command}`",
         "",
-        "Each row moves one of the two from the default (the pool is 10 ×",
-        "`candidates_per_result`). LoCoMo: R@5 and R@10 of",
+        "Each row moves one of the three from the default (the pool is 10 ×",
+        "`candidates_per_result`; *floor* is content's common-word floor, *keys floor*",
+        "the expanded keys'). LoCoMo: R@5 and R@10 of",
         f"`recall(question, limit={LIMIT}, peek=True)`, categories 1-4, embedder",
         f"`{report['embedder']}`; *per conversation* is the LoCoMo protocol (a mind each),",
         f"*one mind* holds every conversation ({report['turns']:,} turns together)."

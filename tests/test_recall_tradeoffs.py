@@ -20,10 +20,15 @@ def test_the_first_setting_is_the_default_and_a_floor_is_put_back_even_on_failur
     default = SETTINGS[0]
     assert default.candidates_per_result == MindConfig().candidates_per_result
     assert default.common_min_docs == _sqlite_text.COMMON_MIN_DOCS
+    assert default.keys_common_min_docs == _sqlite_text.KEYS_COMMON_MIN_DOCS
     with pytest.raises(RuntimeError), applied(SETTINGS[-1]):
+        assert _sqlite_text.KEYS_COMMON_MIN_DOCS == 2_000
+        raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), applied(SETTINGS[-2]):
         assert _sqlite_text.COMMON_MIN_DOCS == 500
         raise RuntimeError("boom")
     assert default.common_min_docs == _sqlite_text.COMMON_MIN_DOCS
+    assert default.keys_common_min_docs == _sqlite_text.KEYS_COMMON_MIN_DOCS
 
 
 def test_the_table_has_every_setting_and_one_conversation_is_the_same_in_one_mind(
@@ -44,7 +49,7 @@ def test_the_table_has_every_setting_and_one_conversation_is_the_same_in_one_min
         # Four memories: every gold turn is in the top 5, found through its prefixed id.
         assert cells[0] == "1.000" and float(cells[4]) > 0
     assert rows[SETTINGS[0].name][-1] == "1.00× |"
-    assert _sqlite_text.COMMON_MIN_DOCS == 2_000
+    assert (_sqlite_text.COMMON_MIN_DOCS, _sqlite_text.KEYS_COMMON_MIN_DOCS) == (2_000, 200)
     assert main(["--data", str(tmp_path / "missing.json")]) == 2
     assert main([*args, "--embedder", "bogus"]) == 2  # one line, no traceback
 

@@ -38,6 +38,12 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: "common": bm25 gives it almost no weight, yet ranking its matches costs ~2 µs each.
 COMMON_MIN_DOCS = 2_000
 COMMON_FRACTION = 0.02
+#: The same floor for the expanded keys. Their words repeat across memories by
+#: construction (a year, a month, a speaker's name, a topic), and a key shared by
+#: this many memories picks no candidates a pool of 50 could use: ranking its
+#: matches cost a query naming a person in a tenth of 10,000 memories 2 ms, and
+#: LoCoMo found as much evidence without it (ADR 0032).
+KEYS_COMMON_MIN_DOCS = 200
 
 
 def _text_table(number: int, field: str) -> str:
@@ -163,16 +169,24 @@ class _Match(NamedTuple):
     bound: int | None
 
 
-def _plan_match(conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool) -> _Match:
+def _common_floor(field: str) -> int:
+    """Memories a word of ``field`` must be in to be common (at least; see ``_plan_match``)."""
+    return KEYS_COMMON_MIN_DOCS if field == "keys" else COMMON_MIN_DOCS
+
+
+def _plan_match(
+    conn: sqlite3.Connection, table: str, terms: Sequence[str], strict: bool, floor: int
+) -> _Match:
     """The MATCH expression to search ``table`` with, and whether to rank it by bm25.
 
-    Any-term queries drop common words when rarer ones remain. When every word is
+    Any-term queries drop common words (in ``floor`` memories or more, or
+    ``COMMON_FRACTION`` of them) when rarer ones remain. When every word is
     common, the search matches all of them and takes the newest matches unranked,
     so no query costs more than a few thousand rank computations. The words'
     counts, read to tell the common ones, also bound the rows the search can match.
     """
     total = _documents(conn, table)
-    threshold = max(COMMON_MIN_DOCS, int(total * COMMON_FRACTION))
+    threshold = max(floor, int(total * COMMON_FRACTION))
     if total <= threshold:
         return _Match(_fts_query(terms, strict), True, None)
     counts = {
@@ -201,7 +215,7 @@ def search_text(conn: sqlite3.Connection, op: ops.SearchText) -> list[tuple[Memo
     if number is None:
         return []
     table = _text_table(number, op.field)
-    match, ranked, bound = _plan_match(conn, table, op.terms, op.strict)
+    match, ranked, bound = _plan_match(conn, table, op.terms, op.strict, _common_floor(op.field))
     if bound == 0:  # no memory holds the words
         return []
     # Ranked: best bm25 first (FTS5 rank = bm25, lower is better). Unranked: newest first.

@@ -778,13 +778,52 @@ def test_a_word_in_most_memories_is_searched_by_the_common_word_plan(
     assert [m.id for m, _ in strict] == [rare.id]
 
 
+def test_a_key_word_in_200_memories_is_common_where_in_content_it_is_ranked(
+    storage: Storage,
+) -> None:
+    """The keys' floor is 200 memories, content's 2,000: the same words, searched in
+    each, are planned apart. In the keys the speaker's name (in 240 memories) is
+    dropped beside a rarer word and, alone, gives the newest of its memories; in
+    content both words are ranked by bm25: the rare word's memory first, then the
+    name's, told apart by their lengths."""
+    mind_id = ensure_mind(storage, "m")
+    name = [
+        make_memory(
+            mind_id,
+            f"ada said thing{i} " + "more " * (i % 7),
+            at=T0 + i * timedelta(seconds=1),
+            keys=f"ada topic{i}",
+        )
+        for i in range(240)
+    ]
+    rare = make_memory(
+        mind_id,
+        "ada asked about the comet and the long list of its many names today",
+        at=T0 + timedelta(seconds=500),
+        keys="ada comet",
+    )
+    write(storage, ops.InsertMemories([*name, rare]))
+    hits = search(storage, mind_id, ["ada", "comet"], field="keys")
+    assert [m.id for m, _ in hits] == [rare.id]
+    newest = search(storage, mind_id, ["ada"], field="keys", limit=3)
+    assert [m.id for m, _ in newest] == [rare.id, name[-1].id, name[-2].id]
+    assert {score for _, score in newest} == {1.0}  # unranked
+    ranked = search(storage, mind_id, ["ada", "comet"], limit=300)
+    assert len(ranked) == 241 and ranked[0][0].id == rare.id
+    assert len({score for _, score in ranked}) > 2  # bm25 tells the name's memories apart
+
+
 @pytest.mark.parametrize("field", FIELDS)
 def test_past_the_common_word_floor_filters_never_hide_a_hit(
     storage: Storage, field: Field
 ) -> None:
     """In a mind past 2,000 memories, where a word's matches are counted, a weak hit
     that only the filters admit is found: among 20 matches, and among 300, more than
-    the 200 best a search ranks before it filters."""
+    the 200 best a search ranks before it filters.
+
+    In the keys, a word in 200 memories is common: searched with a rarer word, it
+    is dropped, so the two words find the rarer one's hits only.
+    """
     mind_id = ensure_mind(storage, "m")
     episodic = MemoryKind.EPISODIC
 
@@ -806,7 +845,8 @@ def test_past_the_common_word_floor_filters_never_hide_a_hit(
         hits = search(storage, mind_id, terms, filters=semantic, limit=5, field=field)
         assert [m.id for m, _ in hits] == [weak.id]
     both = search(storage, mind_id, ["comet", "nebula"], filters=semantic, field=field)
-    assert {m.id for m, _ in both} == {weak_comet.id, weak_nebula.id}
+    expected = {weak_comet.id} if field == "keys" else {weak_comet.id, weak_nebula.id}
+    assert {m.id for m, _ in both} == expected
     assert search(storage, mind_id, ["comet", "nebula"], strict=True, field=field) == []
     assert search(storage, mind_id, ["nowhere", "absent"], field=field) == []
 

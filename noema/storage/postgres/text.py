@@ -75,6 +75,9 @@ class Session(Protocol):
 #: A word in at least this many memories is "common" (SQLite also counts 2% of
 #: the table; here the cut stays at 2,000, so no query ranks more matches than that).
 COMMON_DOCS = 2_000
+#: The same cut for the expanded keys, whose words repeat across memories by
+#: construction (a year, a month, a speaker's name): SQLite's ``KEYS_COMMON_MIN_DOCS``.
+KEYS_COMMON_DOCS = 200
 #: How long the table's word statistics are trusted before they are read again.
 STATS_SECONDS = 60.0
 #: Matches picked by their estimated BM25 before the best are scored exactly.
@@ -91,6 +94,8 @@ _ZETA2 = math.pi**2 / 6
 #: The full-text index of each ``SearchText.field``: the ``tsvector`` column of
 #: memories and its total of tokens in ``text_stats`` (documents are shared).
 _TEXT_INDEXES = {"content": ("tsv", "tokens"), "keys": ("keys_tsv", "keys_tokens")}
+#: The memories a word of each ``tsvector`` column must be in to be common.
+_COMMON = {"tsv": COMMON_DOCS, "keys_tsv": KEYS_COMMON_DOCS}
 
 #: A token as SQLite's unicode61 tokenizer (and PostgreSQL's parser after
 #: ``noema_words``) sees one: a run of letters and digits.
@@ -145,7 +150,7 @@ class WordStats:
         self._read: dict[str, tuple[float, frozenset[str]]] = {}  # column -> (when, lexemes)
 
     def common(self, cur: psycopg.Cursor[Any], column: str) -> frozenset[str]:
-        """The lexemes of ``column`` in at least ``COMMON_DOCS`` memories, per ``pg_stats``.
+        """The lexemes of ``column`` in at least its common count of memories, per ``pg_stats``.
 
         Read from the planner's statistics at most once per ``STATS_SECONDS``; empty
         until ``ANALYZE`` has gathered statistics of the column.
@@ -166,7 +171,7 @@ class WordStats:
             if row is not None and row[0] is not None:
                 elems, freqs, total = row
                 common = frozenset(
-                    e for e, f in zip(elems, freqs, strict=False) if f * total >= COMMON_DOCS
+                    e for e, f in zip(elems, freqs, strict=False) if f * total >= _COMMON[column]
                 )
             self._read[column] = (time.monotonic(), common)
             return common
@@ -252,7 +257,7 @@ def _term_counts(
 
     Every count is the mind's own, so another mind's writes never move its
     scores. ``column`` is the ``tsvector`` searched, ``tokens_column`` its token
-    total in ``text_stats``. Document counts stop at ``COMMON_DOCS``. The
+    total in ``text_stats``. Document counts stop at the column's common count. The
     planner's statistics cover the whole table: a term whose every lexeme they
     call common is taken as common without counting only while the mind holds
     every document. One statement for all of it.
@@ -271,7 +276,7 @@ def _term_counts(
         "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE mind_id = %s "
         f"AND {column} @@ plainto_tsquery('noema', noema_words(w.t)) LIMIT %s) x) END "
         "FROM stats LEFT JOIN words w ON true ORDER BY w.i",
-        (mind_id, mind_id, list(terms), common, COMMON_DOCS, mind_id, COMMON_DOCS),
+        (mind_id, mind_id, list(terms), common, _COMMON[column], mind_id, _COMMON[column]),
     )
     total, tokens = int(rows[0][0]), int(rows[0][1])
     return total, tokens, [(t, list(lexemes), int(n)) for _, _, t, lexemes, n in rows]
@@ -353,9 +358,9 @@ def search_text(s: Session, op: ops.SearchText) -> list[tuple[Memory, float]]:
     total, tokens, counted = _term_counts(s, op.mind_id, op.terms, column, tokens_column)
     if total == 0 or all(n == 0 for _, _, n in counted):  # no memory holds the words
         return []
-    strict, ranked = op.strict, True
-    if total > COMMON_DOCS:
-        common = {term for term, _, n in counted if n >= COMMON_DOCS}
+    strict, ranked, floor = op.strict, True, _COMMON[column]
+    if total > floor:
+        common = {term for term, _, n in counted if n >= floor}
         rare = [c for c in counted if c[0] not in common]
         if common and rare and not strict:
             counted = rare
