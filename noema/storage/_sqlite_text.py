@@ -42,7 +42,7 @@ COMMON_FRACTION = 0.02
 #: construction (a year, a month, a speaker's name, a topic), and a key shared by
 #: this many memories picks no candidates a pool of 50 could use: ranking its
 #: matches cost a query naming a person in a tenth of 10,000 memories 2 ms, and
-#: LoCoMo found as much evidence without it (ADR 0032).
+#: LoCoMo found as much evidence with this floor as with content's (ADR 0032).
 KEYS_COMMON_MIN_DOCS = 200
 
 
