@@ -22,6 +22,7 @@ from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
 from noema.config import DeepConfig, MindConfig, RecallWeights
 from noema.embeddings import E5_MODEL, E5Embedder, as_embedder, dated_text, load_embedder
+from noema.memory.adjust import newer_first
 from noema.memory.keys import expand_keys
 from noema.memory.query import understand
 from noema.memory.reader import recall_query
@@ -33,6 +34,7 @@ from noema.memory.rerank import (
     load_reranker,
     spread,
 )
+from noema.memory.scoring import Scored
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]
@@ -315,6 +317,28 @@ def test_the_newer_value_ranks_above_the_older_and_as_of_answers_the_past(
     # As of a time between them, the rule does not apply: both were held then.
     past = mind.recall("which PostgreSQL does staging run", as_of="2025-03-01T00:00:00Z", peek=True)
     assert all("outdated" not in r.components for r in past)
+
+
+def test_two_values_of_one_key_are_told_apart_whatever_their_first_words(mind: Mind) -> None:
+    # The first words differ, so only the shared key says they are one fact.
+    old = mind.remember("Staging runs PostgreSQL 15", valid_from="2025-01-01T00:00:00Z")
+    new = mind.remember("Our database for staging is PostgreSQL 16",
+                        valid_from="2025-09-01T00:00:00Z")  # fmt: skip
+    other = mind.remember("Lunch is at noon on Fridays", valid_from="2025-10-01T00:00:00Z")
+    old, new = (m.model_copy(update={"key": "staging.db"}) for m in (old, new))
+
+    def item(memory: Memory, score: float) -> Scored:
+        return Scored(memory, {"text": score}, {"text": score}, {"text": 1.0})
+
+    ranked = newer_first([item(old, 0.9), item(other, 0.8), item(new, 0.7)], limit=5)
+    assert [s.memory.id for s in ranked] == [other.id, new.id, old.id]
+    assert ranked[2].components["outdated"] < 0
+    assert all("outdated" not in s.components for s in ranked[:2])
+    # Without the key they share no subject, and the order stands.
+    plain = [m.model_copy(update={"key": None}) for m in (old, other, new)]
+    kept = newer_first([item(m, v) for m, v in zip(plain, (0.9, 0.8, 0.7), strict=True)], 5)
+    assert [s.memory.id for s in kept] == [old.id, other.id, new.id]
+    assert all("outdated" not in s.components for s in kept)
 
 
 # ---------------------------------------------------------------- deep recall
