@@ -641,6 +641,11 @@ def test_a_request_that_never_arrives_whole_is_closed(store_url: str, clock: Man
 def test_the_tokens_file_is_kept_to_its_owner(tmp_path: Path) -> None:
     file = tmp_path / "tokens"
     file.write_text(f"ada {TOKEN_A}\n", encoding="utf-8")
+    file.chmod(0o644)  # written by hand, or by an older noema
+    token = add_token(file, "bob")
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    tokens = read_tokens(file)
+    assert tokens.minds == ["ada", "bob"] and tokens.grant(token) is not None
     file.chmod(0o644)
     with pytest.raises(errors.ConfigError, match=r"open to other users \(mode 0644\).*chmod 600"):
         read_tokens(file)
@@ -658,11 +663,6 @@ def test_the_tokens_file_is_kept_to_its_owner(tmp_path: Path) -> None:
     )
     assert refused.returncode == 2, refused
     assert refused.stderr.strip().count("\n") == 0 and "chmod 600" in refused.stderr
-    file.chmod(0o644)
-    token = add_token(file, "bob")
-    assert stat.S_IMODE(file.stat().st_mode) == 0o600
-    tokens = read_tokens(file)
-    assert tokens.minds == ["ada", "bob"] and tokens.grant(token) is not None
 
 
 # ---------------------------------------------------------------- errors
@@ -872,6 +872,15 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
     )
     assert open_host.returncode == 2
     assert open_host.stderr.strip().count("\n") == 0 and "without auth" in open_host.stderr
+    for bad in (["--host", "127.rebind.example"], ["--allow-host", "127.0.0.1:1@evil"]):
+        refused = subprocess.run(
+            [NOEMA, "--db", db, "serve", "--port", "0", *bad],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert refused.returncode == 2, refused
+        assert refused.stderr.strip().count("\n") == 0, refused.stderr
     process = subprocess.Popen(
         [NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0", "--mind", "bob"],
         stdout=subprocess.PIPE,
