@@ -333,8 +333,8 @@ class _HostCheck:
         origins = [value.decode("latin-1") for key, value in headers if key == b"origin"]
         host = hosts[0] if len(hosts) == 1 else None
         if not self.hosts.allows(host, server):
-            shown = repr(", ".join(hosts)) if hosts else "a request without Host"
-            return error_response(421, f"host: this server does not answer to {shown}")
+            given = f"does not answer to {', '.join(hosts)!r}" if hosts else "needs a Host header"
+            return error_response(421, f"host: this server {given}")
         for origin in origins:
             if not self.hosts.allows(urlsplit(origin).netloc, server):
                 return error_response(403, f"origin: this server does not answer to {origin!r}")
