@@ -888,7 +888,8 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
         assert refused.returncode == 2, refused
         assert refused.stderr.strip().count("\n") == 0, refused.stderr
     process = subprocess.Popen(
-        [NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0", "--mind", "bob"],
+        [NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0", "--mind", "bob"]
+        + ["--allow-host", "noema.test"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -904,6 +905,10 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
             wrote = http.post("/v1/minds/ada/memories", json={"content": "served by noema serve"})
             assert wrote.status_code == 201, wrote.text
             assert http.get("/v1/minds/bob/stats").status_code == 403
+            named = http.get("/v1/minds/ada/stats", headers={"Host": "noema.test"})
+            assert named.status_code == 200, named.text
+            rebound = http.get("/v1/health", headers={"Host": "noema.test.evil.example"})
+            assert rebound.status_code == 421
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)

@@ -186,8 +186,8 @@ def bearer(authorization: str | None) -> str | None:
 
 
 def _owned(uid: int) -> bool:
-    """Whether a file of owner ``uid`` is this process's user's (always, without users)."""
-    return not hasattr(os, "getuid") or uid == os.getuid()
+    """Whether a file of owner ``uid`` is this process's user's (never without POSIX owners)."""
+    return hasattr(os, "getuid") and uid == os.getuid()
 
 
 def _address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
