@@ -888,8 +888,10 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
         assert refused.returncode == 2, refused
         assert refused.stderr.strip().count("\n") == 0, refused.stderr
     process = subprocess.Popen(
-        [NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0", "--mind", "bob"]
-        + ["--allow-host", "noema.test"],
+        [
+            *(NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0"),
+            *("--mind", "bob", "--allow-host", "noema.test"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
