@@ -143,6 +143,7 @@ def run(backend: str, size: int, rounds: int, server_url: str) -> list[dict[str,
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
         tokens.write_text(f"{MIND} {TOKEN}\n", encoding="utf-8")
+        tokens.chmod(0o600)  # the server refuses a tokens file others may read
         if backend == "sqlite":
             url = f"sqlite:///{tmp}/noema.db"
         else:

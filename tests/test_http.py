@@ -13,10 +13,12 @@ import json
 import os
 import re
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +26,6 @@ from urllib.parse import quote
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -33,8 +34,8 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Route
 
 from noema import ManualClock, Mind, UsageError, errors
-from noema.http.app import create_app, listen, status_of
-from noema.http.auth import Tokens, add_token, read_tokens
+from noema.http.app import REQUEST_TIMEOUT, create_app, http_server, listen, status_of
+from noema.http.auth import Tokens, add_token, is_loopback, read_tokens
 from noema.http.openapi import MCP_PATH, openapi_path
 from noema.http.routes import OPERATIONS
 
@@ -48,15 +49,20 @@ BY_NAME = {op.name: op for op in OPERATIONS}
 class Live:
     """A uvicorn server in a thread over an app serving ``ada`` and ``bob``."""
 
-    def __init__(self, minds: dict[str, Mind], tokens: Tokens | None) -> None:
-        self.app = create_app(minds, tokens=tokens, on_ready=self._ready)
+    def __init__(
+        self,
+        minds: dict[str, Mind],
+        tokens: Tokens | None,
+        *,
+        allow_hosts: Iterable[str] = (),
+        request_timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
+        self.app = create_app(minds, tokens=tokens, allow_hosts=allow_hosts, on_ready=self._ready)
         self.started = threading.Event()
         self.sock = listen("127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            self.app, lifespan="on", log_level="warning", access_log=False, ws="none"
-        )
-        self.server = uvicorn.Server(config)
+        self.port: int = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = http_server(self.app, request_timeout=request_timeout)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )
@@ -425,6 +431,246 @@ def test_without_tokens_only_loopback_is_served(store_url: str, clock: ManualClo
         server.stop()
 
 
+# ---------------------------------------------------------------- Host, Origin, connections
+
+#: Hosts a rebinding page (or a confused proxy) may send: never answered ({port}: the server's).
+REFUSED_HOSTS = [
+    "127.rebind.example:{port}",
+    "127.0.0.1:{port}@evil.example",
+    "localhost.evil.example:{port}",
+    "127.0.0.1.nip.io:{port}",
+    "[::1]@x",
+    "[::1]@x:{port}",
+    "evil.example:{port}",
+    "127.0.0.1:{wrong}",
+    "localhost",
+    "127.0.0.2:{port}",
+]
+ANSWERED_HOSTS = ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LocalHost:{port}"]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def raw_exchange(port: int, data: bytes, *, wait: float = 30.0) -> bytes:
+    """Send ``data`` on a new connection and read until the server closes it (``wait`` at most)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as conn:
+        conn.sendall(data)
+        chunks = []
+        while chunk := conn.recv(65_536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_line(reply: bytes) -> str:
+    return reply.split(b"\r\n", 1)[0].decode("latin-1")
+
+
+def assert_refused(http: httpx.Client, host: str, status: int = 421, **headers: str) -> None:
+    """A write, the OpenAPI document, the MCP endpoint and an unknown path all answer ``status``."""
+    sent = {"Host": host, **headers}
+    replies = [
+        http.post("/v1/minds/ada/memories", json={"content": f"via {host}"}, headers=sent),
+        http.get("/openapi.json", headers=sent),
+        http.get("/v1/health", headers=sent),
+        http.post("/v1/minds/ada/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **sent}),
+        http.get("/no/such/path", headers=sent),
+    ]
+    for reply in replies:
+        assert reply.status_code == status, (host, reply.request.url, reply.text)
+        assert_one_line_error(reply)
+
+
+def test_only_exact_hosts_are_answered(store_url: str, clock: ManualClock) -> None:
+    server = Live({"ada": Mind.open(store_url, "ada", clock=clock)}, None)
+    try:
+        api = Api(server, None)
+        fill = {"port": str(server.port), "wrong": str(server.port % 60_000 + 1)}
+        for host in REFUSED_HOSTS:
+            assert_refused(api.http, host.format(**fill))
+        without_host = [  # HTTP/1.0 may leave Host out; the server may not answer it
+            b"GET /openapi.json HTTP/1.0\r\n\r\n",
+            b"POST /v1/minds/ada/mcp HTTP/1.0\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{}",
+            b"POST /v1/minds/ada/memories HTTP/1.0\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 15\r\n\r\n{"content":"x"}',
+        ]
+        for request in without_host:
+            reply = raw_exchange(server.port, request)
+            assert status_line(reply) == "HTTP/1.1 421 Misdirected Request", reply
+            assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"].startswith("host: ")
+        twice = b"Host: 127.0.0.1:%d\r\nHost: evil.example\r\n" % server.port
+        for head in (b"", twice):  # HTTP/1.1 without Host, or with two: h11 answers 400 itself
+            request = b"GET /v1/health HTTP/1.1\r\n" + head + b"Connection: close\r\n\r\n"
+            assert status_line(raw_exchange(server.port, request)).startswith("HTTP/1.1 400")
+        origin = f"http://127.0.0.1:{server.port}"
+        assert_refused(api.http, f"127.0.0.1:{server.port}", 403, Origin="http://evil.example")
+        assert_refused(api.http, f"127.0.0.1:{server.port}", 403, Origin="null")
+        assert api.ok("stats", mind="ada")["total"] == 0  # nothing refused was written
+        for host in ANSWERED_HOSTS:
+            sent = {"Host": host.format(**fill)}
+            wrote = api.http.post("/v1/minds/ada/memories", json={"content": host}, headers=sent)
+            assert wrote.status_code == 201, (host, wrote.text)
+            assert api.http.get("/openapi.json", headers=sent).status_code == 200
+            mcp = api.http.post(
+                "/v1/minds/ada/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **sent}
+            )
+            assert mcp.status_code == 200, (host, mcp.text)
+        same = api.http.get("/v1/health", headers={"Origin": origin})
+        assert same.status_code == 200
+        assert api.ok("stats", mind="ada")["total"] == len(ANSWERED_HOSTS)
+    finally:
+        server.stop()
+
+
+def test_hosts_are_checked_with_tokens_too_and_the_operator_adds_names(
+    store_url: str, clock: ManualClock
+) -> None:
+    minds = {"ada": Mind.open(store_url, "ada", clock=clock)}
+    extra = ["Noema.Example", "proxy.example:8443", "[::1]:9"]
+    server = Live(minds, Tokens({TOKEN_A: ["ada"]}), allow_hosts=extra)
+    try:
+        api = Api(server, TOKEN_A)
+        port = server.port
+        for host in [h.format(port=port, wrong=port % 60_000 + 1) for h in REFUSED_HOSTS] + [
+            f"proxy.example:{port}",
+            "proxy.example",
+            f"noema.example.evil:{port}",
+            "[::1]:10",
+        ]:
+            assert_refused(api.http, host)
+        assert api.ok("stats", mind="ada")["total"] == 0
+        for host in ["noema.example", f"NOEMA.example:{port}", "proxy.example:8443", "[::1]:9"]:
+            wrote = api.http.post(
+                "/v1/minds/ada/memories", json={"content": host}, headers={"Host": host}
+            )
+            assert wrote.status_code == 201, (host, wrote.text)
+        refused = api.http.get("/v1/minds/ada/stats", headers={"Authorization": "Bearer no"})
+        assert refused.status_code == 401  # the Host passed; the token is still needed
+    finally:
+        server.stop()
+    for bad in ["a/b", "[::1", "::1", "x:0", "x:65536", "x:８０", "", "127.0.0.1:80@evil", "a b"]:
+        with pytest.raises(errors.ConfigError, match="--allow-host"):
+            create_app({}, tokens=None, allow_hosts=[bad])
+
+
+def test_a_bind_address_is_loopback_by_its_address_not_its_spelling() -> None:
+    for host in ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "localhost"]:
+        assert is_loopback(host), host
+    for host in ["127.rebind.example", "127.0.0.1.nip.io", "0.0.0.0", "::", "10.0.0.1", "x"]:
+        assert not is_loopback(host), host
+    with pytest.raises(UsageError, match="without auth"):
+        create_app({}, tokens=None, host="127.rebind.example")
+
+
+def test_a_client_gone_mid_body_leaves_no_traceback(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'noema.db'}"
+    env = {**os.environ, "NOEMA_EMBEDDER": "none"}
+    process = subprocess.Popen(
+        [NOEMA, "--db", db, "serve", "--port", "0", "--mind", "ada"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        match = re.search(r"on http://127\.0\.0\.1:(\d+)", process.stdout.readline())
+        assert match
+        port = int(match.group(1))
+        for path in ("/v1/minds/ada/memories", "/v1/minds/ada/mcp", "/v1/minds/ada/recall"):
+            head = (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                "Content-Length: 400\r\n\r\n"
+            )
+            for _ in range(3):
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+                    conn.sendall(head.encode() + b'{"content": "half a bo')
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            assert http.get("/v1/minds/ada/stats").json()["total"] == 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)  # a stop waits for every request under way
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and len(err.splitlines()) <= 1, err
+
+
+def test_a_request_that_never_arrives_whole_is_closed(store_url: str, clock: ManualClock) -> None:
+    server = Live({"ada": Mind.open(store_url, "ada", clock=clock)}, None, request_timeout=2)
+    try:
+        head = f"POST /v1/minds/ada/memories HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+        starts = [
+            b"",
+            b"GE",
+            head.encode(),
+            (head + "Content-Type: application/json\r\nContent-Length: 50\r\n\r\n{").encode(),
+        ]
+        conns = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(40)]
+        try:
+            for number, conn in enumerate(conns):
+                conn.sendall(starts[number % len(starts)])
+            # A kept-alive connection that begins a second request and stops.
+            health = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % server.port
+            kept = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+            conns.append(kept)
+            kept.sendall(health)
+            reply = b""
+            while not reply.endswith(b"}"):  # the whole of the first reply
+                reply += kept.recv(65_536)
+            assert reply.startswith(b"HTTP/1.1 200"), reply
+            kept.sendall(health[:20])
+            for conn in conns:
+                conn.settimeout(60)  # closed two seconds in; a minute is the bound
+                try:
+                    reply = conn.recv(65_536)
+                except ConnectionResetError:
+                    reply = b""
+                assert reply == b"", reply
+        finally:
+            for conn in conns:
+                conn.close()
+        api = Api(server, None)  # the server still answers, and nothing was written
+        assert api.ok("stats", mind="ada")["total"] == 0
+    finally:
+        server.stop()
+
+
+def test_the_tokens_file_is_kept_to_its_owner(tmp_path: Path) -> None:
+    file = tmp_path / "tokens"
+    file.write_text(f"ada {TOKEN_A}\n", encoding="utf-8")
+    file.chmod(0o644)  # written by hand, or by an older noema
+    token = add_token(file, "bob")
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    tokens = read_tokens(file)
+    assert tokens.minds == ["ada", "bob"] and tokens.grant(token) is not None
+    file.chmod(0o644)
+    with pytest.raises(errors.ConfigError, match=r"open to other users \(mode 0644\).*chmod 600"):
+        read_tokens(file)
+    file.chmod(0o620)
+    with pytest.raises(errors.ConfigError, match="mode 0620"):
+        read_tokens(file)
+    env = {**os.environ, "NOEMA_EMBEDDER": "none"}
+    db = f"sqlite:///{tmp_path / 'noema.db'}"
+    refused = subprocess.run(
+        [NOEMA, "--db", db, "serve", "--tokens", str(file), "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused
+    assert refused.stderr.strip().count("\n") == 0 and "chmod 600" in refused.stderr
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -632,8 +878,20 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
     )
     assert open_host.returncode == 2
     assert open_host.stderr.strip().count("\n") == 0 and "without auth" in open_host.stderr
+    for bad in (["--host", "127.rebind.example"], ["--allow-host", "127.0.0.1:1@evil"]):
+        refused = subprocess.run(
+            [NOEMA, "--db", db, "serve", "--port", "0", *bad],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert refused.returncode == 2, refused
+        assert refused.stderr.strip().count("\n") == 0, refused.stderr
     process = subprocess.Popen(
-        [NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0", "--mind", "bob"],
+        [
+            *(NOEMA, "--db", db, "serve", "--tokens", str(tokens), "--port", "0"),
+            *("--mind", "bob", "--allow-host", "noema.test"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -649,6 +907,10 @@ def test_noema_serve_runs_until_sigterm(tmp_path: Path) -> None:
             wrote = http.post("/v1/minds/ada/memories", json={"content": "served by noema serve"})
             assert wrote.status_code == 201, wrote.text
             assert http.get("/v1/minds/bob/stats").status_code == 403
+            named = http.get("/v1/minds/ada/stats", headers={"Host": "noema.test"})
+            assert named.status_code == 200, named.text
+            rebound = http.get("/v1/health", headers={"Host": "noema.test.evil.example"})
+            assert rebound.status_code == 421
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)

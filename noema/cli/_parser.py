@@ -426,6 +426,15 @@ def build_parser() -> argparse.ArgumentParser:
         json=False,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="also answer requests sent to this Host, e.g. behind a proxy (repeatable; "
+        "always answered: 127.0.0.1, [::1], localhost and the --host address, at --port)",
+    )
     p.add_argument("--port", type=int, default=8765, metavar="N", help="0: any free port")
     p.add_argument(
         "--tokens",

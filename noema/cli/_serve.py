@@ -4,7 +4,8 @@ The minds served are those ``--mind`` names and those the tokens file grants
 (without either: the global ``--mind``). Each is opened once, before anything
 listens, so a bad store or mind is a one-line error; the server closes them when
 it stops (SIGINT, SIGTERM). Without ``--tokens`` it serves without auth, and
-only on a loopback address.
+only on a loopback address. Either way it answers only requests sent to a
+``Host`` it knows: loopback names and its own address, plus ``--allow-host``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["cmd_serve"]
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """``noema serve``: serve the minds over HTTP until interrupted."""
-    from noema.http.auth import add_token, is_loopback, read_tokens
+    from noema.http.auth import AllowedHosts, add_token, is_loopback, read_tokens
 
     if args.new_token is not None:
         if args.tokens is None:
@@ -40,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"serve: refusing to serve {args.host} without auth: pass --tokens FILE "
             "(make one with --new-token MIND)"
         )
+    AllowedHosts(args.host, args.allow_hosts)  # a bad --allow-host fails before anything opens
     tokens = None if args.tokens is None else read_tokens(args.tokens)
     settings = Settings.from_env()
     names = list(dict.fromkeys([*args.serve_minds, *(tokens.minds if tokens else [])]))
@@ -62,7 +64,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-        app = create_app(minds, tokens=tokens, host=args.host, on_ready=ready)
+        app = create_app(
+            minds, tokens=tokens, host=args.host, allow_hosts=args.allow_hosts, on_ready=ready
+        )
         serve(app, sock, access_log=args.access_log)
     finally:
         sock.close()

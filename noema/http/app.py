@@ -11,8 +11,10 @@ past the size limit, 415 for another content type, 422 for a field that is
 missing, of the wrong type, out of range or unknown) → the mind, through
 ``AsyncMind`` → JSON. Noema's errors map to statuses by :func:`status_of`; every
 error is one line of JSON, ``{"error": "...", "field": ...}``, and nothing was
-written. Without tokens (loopback only) each request's ``Host`` must be a
-loopback name, so a web page cannot reach the server through DNS rebinding.
+written. Before any of that, on every route, the request's ``Host`` must be one
+the server answers to (:class:`~noema.http.auth.AllowedHosts`, else 421), so a
+web page cannot reach the server through DNS rebinding; a browser's ``Origin``,
+when sent, must name one of those too (else 403).
 
 Each mind's MCP server (``noema.mcp.server.build_server``) is served over
 streamable HTTP at ``/v1/minds/{mind}/mcp`` by the SDK's session manager, behind
@@ -27,18 +29,20 @@ import re
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, get_origin
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, get_origin
+from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from noema import __version__
 from noema.errors import (
@@ -54,18 +58,32 @@ from noema.errors import (
     from_validation,
 )
 from noema.http._served import HttpError, Served, ServedMinds, error_response
-from noema.http.auth import Grant, Tokens, bearer, is_loopback
+from noema.http.auth import AllowedHosts, Grant, Tokens, bearer, is_loopback
 from noema.http.openapi import MCP_PATH, Operation, build_document
 from noema.http.routes import OPERATIONS, Call
 from noema.mcp.server import build_server
 from noema.mind import Mind
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app", "listen", "serve", "status_of"]
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "REQUEST_TIMEOUT",
+    "create_app",
+    "http_server",
+    "listen",
+    "serve",
+    "status_of",
+]
 
 logger = logging.getLogger("noema.http")
 
 #: Largest request body, in bytes (a memory's content is at most 100,000 characters).
 DEFAULT_MAX_BODY = 1_048_576
+#: Seconds a client has to send a whole request (head and body) once its connection is open
+#: or it has begun the request; then the connection is closed.
+REQUEST_TIMEOUT = 30.0
 _OPEN = Grant(minds=frozenset(), client="open", open=True)
 _JSON_TYPE = re.compile(r"^application/([\w.+-]+\+)?json\s*(;.*)?$", re.IGNORECASE)
 
@@ -109,14 +127,9 @@ class _Api:
         """What the request's token opens (everything, on a server without tokens).
 
         Raises:
-            HttpError: 401 without a token or with an unknown one; 421 when a
-                server without tokens is reached under a name that is not loopback.
+            HttpError: 401 without a token or with an unknown one.
         """
         if self.tokens is None:
-            host = headers.get("host", "")
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if not is_loopback(name):
-                raise HttpError(421, f"host: served on loopback names only, not {host!r}")
             return _OPEN
         token = bearer(headers.get("authorization"))
         challenge = {"WWW-Authenticate": 'Bearer realm="noema"'}
@@ -171,17 +184,7 @@ class _Api:
         """The JSON body checked against ``model``; an empty body is ``{}``."""
         if model is None:
             return None
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise HttpError(413, f"body: larger than {self.max_body} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise HttpError(413, f"body: larger than {self.max_body} bytes")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+        raw = await self.read(request)
         if not raw.strip():
             raw = b"{}"
         else:
@@ -198,6 +201,25 @@ class _Api:
                 raise HttpError(400, f"body: not valid JSON ({first['msg']})") from None
             raise _validation(exc, where="body") from None
 
+    async def read(self, request: Request) -> bytes:
+        """The whole body, up to ``max_body`` bytes.
+
+        Raises:
+            HttpError: 413 past the limit.
+            ClientDisconnect: the client went away before the body's end.
+        """
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise HttpError(413, f"body: larger than {self.max_body} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise HttpError(413, f"body: larger than {self.max_body} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     # ------------------------------------------------------------ the answer
 
     def endpoint(self, operation: Operation) -> Callable[[Request], Any]:
@@ -208,6 +230,8 @@ class _Api:
                 return await self._answer(operation, request)
             except HttpError as exc:
                 return exc.response()
+            except ClientDisconnect:  # gone mid-body: nobody to answer, nothing written
+                return Response(status_code=400)
             except NoemaError as exc:
                 status = status_of(exc)
                 if status >= 500:
@@ -255,13 +279,66 @@ class _McpEndpoint:
         try:
             grant = self.api.grant(request.headers)
             served = self.api.served(str(request.path_params["mind"]), grant)
+            # Read whole here: the SDK logs a traceback for a client gone mid-body.
+            body = await self.api.read(request) if scope["method"] == "POST" else None
         except HttpError as exc:
             await exc.response()(scope, receive, send)
+            return
+        except ClientDisconnect:  # nobody to answer
             return
         if not grant.open:  # the SDK binds a session to the credential that opened it
             token = AccessToken(token=grant.client, client_id=grant.client, scopes=[served.name])
             scope["user"] = AuthenticatedUser(token)
-        await served.mcp.handle_request(scope, receive, send)
+        await served.mcp.handle_request(scope, _replay(body, receive), send)
+
+
+def _replay(body: bytes | None, receive: Receive) -> Receive:
+    """``receive``, with ``body`` (already read; ``None``: not read) as the first message."""
+    if body is None:
+        return receive
+    pending = [body]
+
+    async def replay() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class _HostCheck:
+    """Refuses, on every route, a request to a ``Host`` or from an ``Origin`` not answered.
+
+    421 for the ``Host`` (missing, repeated, or not one of :class:`AllowedHosts`),
+    403 for an ``Origin`` a browser sends from a page of another host.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: AllowedHosts) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self.refusal(scope["headers"], scope.get("server"))
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(
+        self, headers: Iterable[tuple[bytes, bytes]], server: tuple[str, int] | None
+    ) -> Response | None:
+        """The 421 or 403 a request with these headers gets, or ``None`` to answer it."""
+        hosts = [value.decode("latin-1") for key, value in headers if key == b"host"]
+        origins = [value.decode("latin-1") for key, value in headers if key == b"origin"]
+        host = hosts[0] if len(hosts) == 1 else None
+        if not self.hosts.allows(host, server):
+            given = f"does not answer to {', '.join(hosts)!r}" if hosts else "needs a Host header"
+            return error_response(421, f"host: this server {given}")
+        for origin in origins:
+            if not self.hosts.allows(urlsplit(origin).netloc, server):
+                return error_response(403, f"origin: this server does not answer to {origin!r}")
+        return None
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -280,6 +357,7 @@ def create_app(
     *,
     tokens: Tokens | None,
     host: str = "127.0.0.1",
+    allow_hosts: Iterable[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
     on_ready: Callable[[], object] | None = None,
 ) -> Starlette:
@@ -290,12 +368,15 @@ def create_app(
         tokens: the grants of the tokens file; ``None`` serves without auth,
             which only a loopback ``host`` may.
         host: the address the server listens on.
+        allow_hosts: more ``Host`` names to answer to, ``NAME[:PORT]`` each
+            (:class:`~noema.http.auth.AllowedHosts`).
         max_body: the largest request body, in bytes.
         on_ready: called once every mind's MCP endpoint runs.
 
     Raises:
         UsageError: no tokens on a host that is not loopback.
-        ConfigError: a mind's name holds a ``/``, which a path cannot carry.
+        ConfigError: a mind's name holds a ``/``, which a path cannot carry, or
+            an ``allow_hosts`` value is not ``NAME[:PORT]``.
     """
     if tokens is None and not is_loopback(host):
         raise UsageError(
@@ -305,10 +386,13 @@ def create_app(
     for name in minds:
         if "/" in name:
             raise ConfigError(f"serve: the mind {name!r} holds '/', which a URL path cannot carry")
+    hosts = AllowedHosts(host, allow_hosts)
+    # The SDK's own Host check matches by prefix and cannot know the allowed names: ours runs first.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     served = ServedMinds(minds)
     for one in served:
         server = build_server(one.amind.mind)
-        server.streamable_http_app(host=host)  # builds the session manager
+        server.streamable_http_app(host=host, transport_security=security)  # the session manager
         one.mcp = server.session_manager
     api = _Api(served, tokens, max_body)
 
@@ -338,6 +422,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
     app.router.redirect_slashes = False  # an API answers the path it was asked, or 404
+    app.add_middleware(_HostCheck, hosts=hosts)
     app.state.minds = served
     app.state.document = api.document
     return app
@@ -378,7 +463,25 @@ def serve(
     seconds), the minds are closed, and it returns (uvicorn alone would then
     raise the signal again, so the process would die of it).
     """
+    http_server(app, log_level=log_level, access_log=access_log).run(sockets=[sock])
+
+
+def http_server(
+    app: Starlette,
+    *,
+    log_level: str = "warning",
+    access_log: bool = False,
+    request_timeout: float = REQUEST_TIMEOUT,
+) -> uvicorn.Server:
+    """The uvicorn server :func:`serve` runs (``run(sockets=[sock])``; ``should_exit`` stops it).
+
+    A connection that has not sent a whole request ``request_timeout`` seconds
+    after it opened or began the request is closed (uvicorn alone would hold it
+    for ever), as is one idle for 5 seconds between requests.
+    """
     import uvicorn
+
+    from noema.http._protocol import timed_protocol
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -401,5 +504,6 @@ def serve(
         access_log=access_log,
         timeout_graceful_shutdown=5,
         ws="none",
+        http=timed_protocol(request_timeout),
     )
-    Server(config).run(sockets=[sock])
+    return Server(config)
