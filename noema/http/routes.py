@@ -198,7 +198,7 @@ async def get_memory(call: Call) -> dict[str, Any]:
 
 
 async def get_fact(call: Call) -> dict[str, Any]:
-    """The memory holding a key's fact now (or the version valid ``as_of``); 404 if none."""
+    """The memory that holds a key's fact: now, valid then, or as known then."""
     query: m.FactQuery = call.query
     as_of = None if query.as_of is None else _time(query.as_of, "as_of")
     known_at = None if query.known_at is None else _time(query.known_at, "known_at")
