@@ -483,6 +483,16 @@ class AsyncMind:
         """Await ``Mind.get_many`` on a worker thread."""
         return await self.call(self.mind.get_many, memory_ids, known_at=known_at)
 
+    async def fact(
+        self,
+        key: Key,
+        *,
+        as_of: UtcDatetime | None = None,
+        known_at: UtcDatetime | None = None,
+    ) -> Memory | None:
+        """Await ``Mind.fact`` on a worker thread."""
+        return await self.call(self.mind.fact, key, as_of=as_of, known_at=known_at)
+
     # ------------------------------------------------------------ worlds
 
     async def create_world(self, path: WorldPath) -> WorldInfo:

@@ -574,6 +574,27 @@ class Mind:
         """The memories with these ids, whatever their status; ids not held are left out."""
         return self._reader.get_many(memory_ids, known_at=known_at)
 
+    @checked
+    def fact(
+        self,
+        key: Key,
+        *,
+        as_of: UtcDatetime | None = None,
+        known_at: UtcDatetime | None = None,
+    ) -> Memory | None:
+        """The memory that holds the fact ``key`` (``remember(..., key=key)``), or ``None``.
+
+        A new value for a key supersedes the old one, so this is the key's current
+        version: the newest active memory with that key, as recall would return it
+        (a retracted or rejected one holds no fact). ``None`` when no memory does.
+
+        Args:
+            key: the subject key, such as ``"ada.city"``.
+            as_of: the version that was valid then (valid time), superseded since or not.
+            known_at: the version the mind held then, as it stood then (transaction time).
+        """
+        return self._reader.fact(key, as_of=as_of, known_at=known_at)
+
     # ------------------------------------------------------------ worlds
 
     @checked

@@ -1673,3 +1673,152 @@ def test_shell_help_shows_each_command_as_typed(env: dict[str, str], tmp_path: P
     assert "noema> retract ID REASON: mark a memory inaccurate.\n" in out
     assert "noema> quit: leave the shell.\n" in out
     assert 'List available commands with "help"' in out
+
+
+# ---------------------------------------------------------------- smaller holes
+
+
+def test_run_from_a_stream_reports_a_bad_line_and_goes_on(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``tail -f log | noema run``: one bad line is one line on stderr, not the end of the run."""
+    lines = [
+        '{"content": "The kettle is broken"}',
+        "not json",
+        '{"content": ""}',
+        '{"content": "' + "x" * 10_001 + '"}',
+        '{"content": "Ordered a new kettle"}',
+    ]
+    db = f"sqlite:///{tmp_path / 'stream.db'}"
+    done = proc("--db", db, "run", env=env, input="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    skipped = done.stderr.strip().splitlines()
+    assert len(skipped) == 3, done.stderr
+    assert skipped[0].startswith("noema: skipped stdin line 2: not valid JSON")
+    assert skipped[1].startswith("noema: skipped stdin line 3: content")
+    assert skipped[2].startswith("noema: skipped stdin line 4: content")
+    assert "10000" in skipped[2]
+    assert "Ordered a new kettle" in done.stdout and "stopped after 2 cycles" in done.stdout
+    done = proc("--db", db, "stats", "--json", env=env)
+    assert json.loads(done.stdout)["total"] == 2
+
+
+def test_run_input_file_stays_all_or_nothing_on_a_long_line(
+    noema: Cli, db_path: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "obs.jsonl"
+    source.write_text('{"content": "fine"}\n{"content": "' + "y" * 10_001 + '"}\n')
+    result = noema("run", "--input", str(source))
+    assert result.code == 2
+    assert "line 2: content" in result.err_line()
+    assert not db_path.exists()
+
+
+@pytest.mark.parametrize("length", [10_001, 100_001])
+def test_observe_too_long_a_text_is_one_line_and_writes_nothing(
+    noema: Cli, db_path: Path, length: int
+) -> None:
+    result = noema("observe", "z" * length)
+    assert result.code == 2
+    line = result.err_line()
+    assert line.startswith("noema: error: content:") and "10000" in line
+    assert result.out == ""
+    assert not db_path.exists()
+
+
+def test_events_limit_gives_the_newest_printed_oldest_first(noema: Cli) -> None:
+    ids = [remember(noema, f"memory number {n}")["id"] for n in range(3)]
+    created = ("--kind", "memory_created", "--json")
+    newest = noema("events", "--limit", "1", *created).json()
+    assert [e["memory_id"] for e in newest] == [ids[2]]
+    two = noema("events", "--limit", "2", *created).json()
+    assert [e["memory_id"] for e in two] == ids[1:]
+    assert [e["memory_id"] for e in noema("events", *created).json()] == ids
+    every = noema("events", "--json").json()
+    last = noema("events", "--limit", "1", "--json").json()
+    assert last == every[-1:] and len(every) > 1
+    assert [e["seq"] for e in every] == sorted(e["seq"] for e in every)
+    text = noema("events", "--limit", "1", "--kind", "memory_created")
+    assert text.code == 0 and ids[2] in text.out and ids[0] not in text.out
+    assert "oldest first" in noema("events", "--help").out
+
+
+def test_events_of_an_unknown_kind_is_an_error_naming_the_kinds(noema: Cli) -> None:
+    remember(noema, "something")
+    result = noema("events", "--kind", "nope")
+    assert result.code == 2
+    line = result.err_line()
+    assert "'nope'" in line and "memory_created" in line and "cycle_completed" in line
+    assert result.out == ""
+    assert noema("events", "--kind", "memory_created", "--json").code == 0
+
+
+@pytest.mark.parametrize("url", ["", " "])
+def test_an_empty_db_url_is_an_error_not_the_default_store(
+    env: dict[str, str], tmp_path: Path, url: str
+) -> None:
+    for argv in (["--db", url, "stats"], ["tui", "--db", url]):
+        done = proc(*argv, env=env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "database URL is empty" in done.stderr
+    assert not (tmp_path / ".local" / "share" / "noema").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("sqlite:///:memory:?mode=ro", "mode=ro"),
+        ("sqlite:///x.db?cache=shared", "cache=shared"),
+        ("sqlite:///x.db?", "parameters"),
+        ("x.db?mode=ro", "mode=ro"),
+        ("sqlite:///file:x.db", "file: URI"),
+        ("file:x.db", "file: URI"),
+        ("file:x.db?mode=memory", "mode=memory"),
+    ],
+)
+def test_a_sqlite_url_with_parameters_is_an_error_never_a_stray_file(
+    noema: Cli, tmp_path: Path, url: str, named: str
+) -> None:
+    before = set(os.listdir(tmp_path))  # the working directory
+    result = noema("stats", db_url=url)
+    assert result.code == 2
+    line = result.err_line()
+    assert line.startswith("noema: error: SQLite database URL") and named in line
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_sqlite_memory_url_is_a_real_in_memory_store(noema: Cli, tmp_path: Path) -> None:
+    before = set(os.listdir(tmp_path))
+    result = noema("remember", "kept only in memory", "--json", db_url="sqlite:///:memory:")
+    assert result.code == 0, result.err
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_memory_show_key_gives_the_fact_the_key_holds(noema: Cli) -> None:
+    lisbon = remember(
+        noema, "Ada lives in Lisbon", "--key", "ada.city", "--valid-from", "2020-01-01T00:00:00Z"
+    )
+    porto = remember(
+        noema, "Ada lives in Porto", "--key", "ada.city", "--valid-from", "2024-01-01T00:00:00Z"
+    )
+    now = noema("memory", "show", "--key", "ada.city", "--json")
+    assert now.code == 0, now.err
+    data = now.json()
+    assert data["id"] == porto["id"] and data["status"] == "active"
+    assert set(data) >= MEMORY_KEYS | {"relationships", "events"}
+    assert "Ada lives in Porto" in noema("memory", "show", "--key", "ada.city").out
+    then = noema("memory", "show", "--key", "ada.city", "--as-of", "2022-06-01T00:00:00Z", "--json")
+    assert then.json()["id"] == lisbon["id"] and then.json()["status"] == "superseded"
+    missing = noema("memory", "show", "--key", "ada.job")
+    assert missing.code == 2 and "no memory holds key 'ada.job'" in missing.err_line()
+    before = noema("memory", "show", "--key", "ada.city", "--as-of", "2019-01-01T00:00:00Z")
+    assert before.code == 2 and "as of 2019-01-01" in before.err_line()
+    for argv, says in (
+        ((), "give ID or --key KEY"),
+        ((porto["id"], "--key", "ada.city"), "give ID or --key KEY"),
+        ((porto["id"], "--as-of", "2022-01-01T00:00:00Z"), "--as-of goes with --key"),
+        (("--key", "k" * 201), "key: key is longer than 200 characters"),
+        (("--key", "ada.city", "--as-of", "someday"), "as_of:"),
+    ):
+        result = noema("memory", "show", *argv)
+        assert result.code == 2 and says in result.err_line(), (argv, result.err)

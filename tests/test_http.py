@@ -194,6 +194,7 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
         },
     )
     assert lisbon["world"] == "personal/places" and lisbon["channel"] == "tool"
+    assert api.ok("get_fact", mind="ada", key="user.home_city")["id"] == lisbon["id"]
     tea = api.ok("remember", mind="ada", json={"content": "Ada drinks green tea"})
     coffee = api.ok(
         "remember",
@@ -353,7 +354,13 @@ def _sample_call(name: str, ids: dict[str, str]) -> dict[str, Any]:
         "peer_feedback": {"value": 1.0},
     }
     operation = BY_NAME[name]
-    where: dict[str, Any] = {"mind": "ada", "id": ids["memory"], "path": "w", "name": "p"}
+    where: dict[str, Any] = {
+        "mind": "ada",
+        "id": ids["memory"],
+        "path": "w",
+        "name": "p",
+        "key": "k",
+    }
     params = re.findall(r"\{(\w+)", operation.path)
     call: dict[str, Any] = {k: v for k, v in where.items() if k in params}
     if operation.body is not None:
@@ -1004,6 +1011,7 @@ def test_generated_requests_never_get_a_server_error(
             "id": draw(st.sampled_from(ids) | st.text(max_size=10)),
             "path": draw(st.sampled_from(["w", "", "w/x", "nowhere"]) | st.text(max_size=10)),
             "name": draw(st.sampled_from(["bob", "nobody"]) | st.text(max_size=10)),
+            "key": draw(st.sampled_from(["ada.city", "a/b", " "]) | st.text(max_size=10)),
         }
         url = re.sub(r"\{(\w+)\}", lambda m: quote(values[m.group(1)], safe=""), path)
         params: dict[str, Any] = {}

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from concepts import MAX_NOTE_CHARS, EventKind, Lifecycle, Relation, RelationStatus, Status
-from noema import Mind
+from noema import ManualClock, Mind
 from noema.mcp.server import build_server
 
 NOEMA = str(Path(sys.executable).parent / "noema")
@@ -25,6 +25,7 @@ TOOLS = {
     "remember",
     "recall",
     "get",
+    "fact",
     "relate",
     "retract",
     "supersede",
@@ -124,6 +125,26 @@ def test_remember_recall_get_and_timeline_end_to_end(mind: Mind) -> None:
     memory = mind.recall("Ada", peek=True)[0].memory
     assert memory.access_count == 1 and memory.tags == ("people",)
     assert mind.verify().ok
+
+
+def test_fact_reads_the_memory_a_key_holds(mind: Mind, clock: ManualClock) -> None:
+    lisbon = mind.remember("Ada lives in Lisbon", key="ada.city", epistemic="fact")
+    then = clock.advance(days=10).isoformat()
+    clock.advance(days=10)
+    porto = mind.remember("Ada lives in Porto", key="ada.city", epistemic="fact")
+
+    async def script(s: Session) -> None:
+        now = await s.ok("fact", key="ada.city")
+        assert (now["id"], now["status"], now["key"]) == (porto.id, "active", "ada.city")
+        assert (await s.ok("fact", key="ada.city", as_of=then))["id"] == lisbon.id
+        known = await s.ok("fact", key="ada.city", known_at=then)
+        assert (known["id"], known["status"]) == (lisbon.id, "active")
+        missing = await s.error("fact", key="ada.job")
+        assert "no memory holds key 'ada.job'" in missing and "\n" not in missing
+        assert "key is longer than 200" in await s.error("fact", key="k" * 201)
+        assert "as_of" in await s.error("fact", key="ada.city", as_of="someday")
+
+    drive(mind, script)
 
 
 def test_corrections_relations_feedback_and_proposals(mind: Mind) -> None:

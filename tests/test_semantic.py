@@ -11,7 +11,6 @@ import json
 import math
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import timedelta
@@ -419,14 +418,14 @@ def test_a_sqlite_vector_search_looks_up_its_index_aside_and_answers_as_in_line(
         [MemoryInput(content=f"note {i} about topic {i % 7}", kind=k) for i, k in enumerate(kinds)]
     )
     threads: list[threading.Thread] = []
-    began, finished = threading.Event(), threading.Event()
+    began, finished, go = threading.Event(), threading.Event(), threading.Event()
     look_up = VectorSearch.look_up
 
     def slow_look_up(search: VectorSearch) -> list[int]:
         threads.append(threading.current_thread())
         finished.clear()
         began.set()
-        time.sleep(0.1)  # long enough for the caller to get ahead of it
+        go.wait(30)  # held until the caller has got ahead of it
         keys = look_up(search)
         finished.set()
         return keys
@@ -447,11 +446,13 @@ def test_a_sqlite_vector_search_looks_up_its_index_aside_and_answers_as_in_line(
         with mind.storage.transaction(write=False) as session:
             threads.clear()
             began.clear()
+            go.clear()
             pending = session.submit(op)
             assert began.wait(5) and threads[0].name.startswith("noema-vectors")
             # The caller goes on while the index is searched.
             session.run(ops.GetVectors(mind.id, embedder.model, 32, []))
             assert not finished.is_set() and not pending.done()
+            go.set()
             aside = found(pending.result())
             assert found(session.run(op)) == aside and aside
             assert threads[-1] is threading.current_thread()

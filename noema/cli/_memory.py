@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from concepts import MemoryInput
+from concepts import Memory, MemoryInput
 from concepts.models import UtcDatetime
 from noema import serialize
 from noema.cli import _render as render
@@ -151,25 +151,48 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _known_at(text: str | None) -> datetime | None:
-    """``--known-at`` as a UTC time; ``InvalidInput`` naming ``known_at`` when it is not one."""
+def _time(text: str | None, what: str) -> datetime | None:
+    """An ISO option as a UTC time; ``InvalidInput`` naming ``what`` when it is not one."""
     if text is None:
         return None
     try:
         return _TIME.validate_python(text)
     except ValidationError as exc:
-        raise from_validation(exc, what="known_at:") from None
+        raise from_validation(exc, what=f"{what}:") from None
+
+
+def _fact(mind: Mind, key: str, as_of: datetime | None, known_at: datetime | None) -> Memory:
+    """The memory holding ``key``'s fact; ``NotFound`` naming the key when none does."""
+    memory = mind.fact(key, as_of=as_of, known_at=known_at)
+    if memory is None:
+        when = "".join(
+            f" {label} {at.isoformat()}"
+            for label, at in (("as of", as_of), ("as known at", known_at))
+            if at is not None
+        )
+        raise NotFound(f"no memory holds key {key!r} in mind {mind.name!r}{when}")
+    return memory
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """``noema memory show``: a memory with its relationships and the events that cite it.
 
-    With ``--known-at``, the memory as the mind knew it then (its status, lifecycle
+    The memory is ``ID``, or with ``--key KEY`` the one holding that key's fact
+    (``Mind.fact``; ``--as-of`` picks the version valid then). With
+    ``--known-at``, the memory as the mind knew it then (its status, lifecycle
     and validity at that time), and only the edges and events recorded by then.
     """
-    known_at = _known_at(args.known_at)
+    if (args.id is None) == (args.key is None):
+        raise UsageError("memory show: give ID or --key KEY (one of them)")
+    if args.as_of is not None and args.key is None:
+        raise UsageError("memory show: --as-of goes with --key")
+    known_at = _time(args.known_at, "known_at")
+    as_of = _time(args.as_of, "as_of")
     with open_mind(args) as mind:
-        memory = mind.get(args.id, known_at=known_at)
+        if args.key is not None:
+            memory = _fact(mind, args.key, as_of, known_at)
+        else:
+            memory = mind.get(args.id, known_at=known_at)
         edges = mind.relationships(memory.id)
         events = mind.events(memory_id=memory.id)
         now = mind.clock.now()
@@ -320,11 +343,17 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    """``noema events``: the event log, newest last, of a memory or of the mind."""
+    """``noema events``: the event log of a memory or of the mind, oldest first.
+
+    ``--limit N`` keeps the newest N, printed in the same order.
+    """
     if args.limit is not None and args.limit < 1:
         raise UsageError("events: --limit must be at least 1")
     with open_mind(args) as mind:
-        events = mind.events(memory_id=args.memory, kinds=args.kind, limit=args.limit)
+        events = mind.events(
+            memory_id=args.memory, kinds=args.kind, limit=args.limit, newest_first=True
+        )
+    events.reverse()
     render.reply(
         args.json, [serialize.event_json(e) for e in events], *map(render.event_line, events)
     )

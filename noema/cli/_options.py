@@ -19,6 +19,7 @@ __all__ = [
     "Choices",
     "add_filters",
     "choices",
+    "database_url",
     "filter_fields",
     "given",
     "path",
@@ -81,6 +82,19 @@ def path(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise argparse.ArgumentTypeError("a file name must be valid Unicode") from None
+    return text
+
+
+def database_url(text: str) -> str:
+    """A ``--db`` URL as given; an empty one is refused rather than read as "the default".
+
+    Raises:
+        argparse.ArgumentTypeError: the URL is empty or blank.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the database URL is empty (leave --db out for the configured store)"
+        )
     return text
 
 

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from noema.cli._options import Choices, add_filters, choices, path, world_path
+from noema.cli._options import Choices, add_filters, choices, database_url, path, world_path
 from noema.errors import UsageError
 
 __all__ = ["Command", "Parser", "build_parser"]
@@ -115,7 +115,9 @@ class _Commands:
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``noema``'s command line; each command sets ``args.handler``."""
     parser = Parser(prog="noema", description="A persistent mind with long-term memory.")
-    parser.add_argument("--db", metavar="URL", help="database URL (env NOEMA_DATABASE_URL)")
+    parser.add_argument(
+        "--db", metavar="URL", type=database_url, help="database URL (env NOEMA_DATABASE_URL)"
+    )
     parser.add_argument(
         "--mind", metavar="NAME", help="mind name (env NOEMA_MIND; default 'default')"
     )
@@ -203,8 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     memory = commands.group(
         "memory", "inspect and correct single memories", "memory_command", "ACTION"
     )
-    p = memory.add("show", "_memory.cmd_show", "a memory with its relationships and events")
-    p.add_argument("id")
+    p = memory.add(
+        "show", "_memory.cmd_show", "a memory (by ID, or the fact a --key holds) in full"
+    )
+    p.add_argument("id", nargs="?")
+    p.add_argument(
+        "--key", metavar="KEY", help="the memory holding this key's fact now, instead of an ID"
+    )
+    p.add_argument("--as-of", metavar="ISO", help="with --key: the version valid then")
     p.add_argument(
         "--known-at", metavar="ISO", help="the memory as the mind knew it then (status, validity)"
     )
@@ -277,10 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("dst", type=world_path, metavar="DST")
     world.add_json_options()
 
-    p = commands.add("events", "_memory.cmd_events", "the event log, newest last")
+    p = commands.add("events", "_memory.cmd_events", "the event log, oldest first")
     p.add_argument("--memory", metavar="ID")
-    p.add_argument("--kind", action="append", default=[])
-    p.add_argument("--limit", type=int, metavar="N")
+    p.add_argument("--kind", action="append", default=[], choices=choices("EventKind"))
+    p.add_argument(
+        "--limit", type=int, metavar="N", help="only the newest N (still printed oldest first)"
+    )
 
     # ------------------------------------------------ the whole mind: noema.cli._maintenance
     commands.add("decay", "_maintenance.cmd_decay", "lower activation over time (never deletes)")
@@ -462,7 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect and correct the mind in a terminal UI (live beside `noema run`)",
         json=False,
     )
-    p.add_argument("--db", dest="tui_db", metavar="URL", help="as the global --db")
+    p.add_argument(
+        "--db", dest="tui_db", metavar="URL", type=database_url, help="as the global --db"
+    )
     p.add_argument("--mind", dest="tui_mind", metavar="NAME", help="as the global --mind")
     p.add_argument(
         "--screen",

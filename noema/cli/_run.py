@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from concepts import Observation
+from concepts import MAX_QUERY_CHARS, Observation
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import last_seq
@@ -37,13 +37,24 @@ __all__ = [
 
 
 def observation_from(fields: Any, *, where: str) -> Observation:
-    """An ``Observation`` from a JSON object; errors name ``where`` and the field."""
+    """An ``Observation`` from a JSON object; errors name ``where`` and the field.
+
+    Its content is also what the mind recalls with in the cycle, so it is held to
+    a query's length (``MAX_QUERY_CHARS``), and refused before anything is written.
+    """
     if not isinstance(fields, dict):
         raise InvalidInput(f"{where}expected a JSON object")
     try:
-        return Observation.model_validate(fields)
+        observation = Observation.model_validate(fields)
     except ValidationError as exc:
         raise from_validation(exc, what=where.rstrip()) from None
+    if len(observation.content) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"{where}content: longer than {MAX_QUERY_CHARS} characters, the most a cycle "
+            "recalls with",
+            field="content",
+        )
+    return observation
 
 
 def read_observations(path: str) -> list[Observation]:
@@ -67,6 +78,9 @@ def parse_line(raw: bytes, where: str) -> Observation | None:
 
 async def _stream(prompt: bool) -> AsyncIterator[Observation]:
     """Observations from stdin as they arrive: JSONL from a pipe, or text typed at a prompt.
+
+    A JSONL line that is not an observation is reported on stderr (``noema: skipped
+    stdin line N: ...``) and the stream goes on.
 
     A daemon thread does the blocking reads, so signals are handled between lines
     and an unfinished read never holds the process open.
@@ -107,7 +121,13 @@ async def _stream(prompt: bool) -> AsyncIterator[Observation]:
     while (raw := await queue.get()) is not None:
         number += 1
         if not prompt:
-            observation = parse_line(raw, f"stdin line {number}: ")
+            # A stream (``tail -f log | noema run``) outlives one bad line: it is
+            # reported on stderr and skipped. ``--input FILE`` stays all-or-nothing.
+            try:
+                observation = parse_line(raw, f"stdin line {number}: ")
+            except InvalidInput as exc:
+                print(f"noema: skipped {exc}", file=sys.stderr, flush=True)
+                continue
             if observation is not None:
                 yield observation
             continue

@@ -292,6 +292,13 @@ class GetQuery(Query):
     known_at: Time | None = None
 
 
+class FactQuery(Query):
+    """Which version of a key's fact: the one valid ``as_of``, the one known at ``known_at``."""
+
+    as_of: Time | None = Field(default=None, description="the version valid then")
+    known_at: Time | None = Field(default=None, description="the version the mind held then")
+
+
 class LimitQuery(Query):
     """How many, the newest."""
 
@@ -632,6 +639,7 @@ BODY_MODELS: tuple[type[Body], ...] = (
 )
 QUERY_MODELS: tuple[type[Query], ...] = (
     GetQuery,
+    FactQuery,
     LimitQuery,
     MemoriesQuery,
     EventsQuery,

@@ -23,7 +23,7 @@ from concepts import ROOT_WORLD, Channel, Link, Memory, RecallResult
 from concepts.models import UtcDatetime
 from noema import __version__, serialize
 from noema.clock import iso
-from noema.errors import InvalidInput, PeerUnavailable
+from noema.errors import InvalidInput, NotFound, PeerUnavailable
 from noema.http import models as m
 from noema.http._served import HttpError, Served
 from noema.http.auth import Grant
@@ -195,6 +195,18 @@ async def get_memory(call: Call) -> dict[str, Any]:
         **await _memory(call, memory, when),
         "relationships": [serialize.relationship_json(e) for e in edges],
     }
+
+
+async def get_fact(call: Call) -> dict[str, Any]:
+    """The memory that holds a key's fact: now, valid then, or as known then."""
+    query: m.FactQuery = call.query
+    as_of = None if query.as_of is None else _time(query.as_of, "as_of")
+    known_at = None if query.known_at is None else _time(query.known_at, "known_at")
+    key = call.params["key"]
+    memory = await call.mind.amind.fact(key, as_of=as_of, known_at=known_at)
+    if memory is None:
+        raise NotFound(f"no memory holds key {key!r} in mind {call.mind.name!r}", field="key")
+    return await _memory(call, memory, known_at)
 
 
 async def memory_events(call: Call) -> dict[str, Any]:
@@ -516,6 +528,14 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
     ),
     _op("GET", _MEMORY, get_memory, m.MemoryDetail, query=m.GetQuery, tag="memories"),
+    _op(
+        "GET",
+        f"{MIND}/facts/{{key:path}}",
+        get_fact,
+        m.MemoryOut,
+        query=m.FactQuery,
+        tag="memories",
+    ),
     _op("GET", f"{_MEMORY}/events", memory_events, m.EventsOut, query=m.LimitQuery, tag="memories"),
     _op("POST", f"{_MEMORY}/retract", retract, m.MemoryOut, body=m.RetractBody, tag="memories"),
     _op(

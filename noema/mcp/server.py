@@ -79,12 +79,12 @@ is silently deleted.
 _TIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
 
 
-def _time(text: str) -> datetime:
-    """An ISO time as UTC; ``InvalidInput`` naming ``known_at`` when it is not one."""
+def _time(text: str, what: str = "known_at") -> datetime:
+    """An ISO time as UTC; ``InvalidInput`` naming ``what`` when it is not one."""
     try:
         return _TIME.validate_python(text)
     except ValidationError as exc:
-        raise from_validation(exc, what="known_at:") from None
+        raise from_validation(exc, what=f"{what}:") from None
 
 
 @contextlib.contextmanager
@@ -412,6 +412,22 @@ def build_server(mind: Mind) -> NoemaServer:
             **await memory_json(memory, when),
             "relationships": [serialize.relationship_json(e) for e in edges],
         }
+
+    @server.tool()
+    async def fact(
+        key: str, as_of: str | None = None, known_at: str | None = None
+    ) -> dict[str, Any]:
+        """The memory holding the fact ``key`` now (``remember`` with ``key``); an error if none.
+
+        A new value for a key supersedes the old one. ``as_of`` (ISO) picks the
+        version valid then; ``known_at`` (ISO) the one the mind held then.
+        """
+        when = None if known_at is None else _now(_time, known_at)
+        valid = None if as_of is None else _now(_time, as_of, what="as_of")
+        memory = await _call(amind.fact(key, as_of=valid, known_at=when))
+        if memory is None:
+            raise ToolError(f"no memory holds key {key!r} in mind {mind.name!r}")
+        return await memory_json(memory, when)
 
     @server.tool()
     async def relate(

@@ -1,9 +1,9 @@
 """Reading one mind without changing it: the reads ``Mind`` and ``ProcessContext`` share.
 
 ``MemoryReader`` is what a plugin process gets as ``ctx.memory``: recall that
-never reinforces (``peek``), lookups by id, events, relationships, the audit
-entry of an event and the saved workspace snapshot. Each call is one short
-read transaction. ``recall_query`` validates a recall request once for every
+never reinforces (``peek``), lookups by id and by key, events, relationships,
+the audit entry of an event and the saved workspace snapshot. Each call is one
+short read transaction. ``recall_query`` validates a recall request once for every
 face.
 """
 
@@ -25,6 +25,7 @@ from concepts import (
     RecallQuery,
     RecallResult,
     Relationship,
+    Status,
     WorkspaceSnapshot,
 )
 from noema.errors import NotFound, from_validation
@@ -137,6 +138,27 @@ class MemoryReader:
                 for m in as_known(session, self._mind.id, found, known_at)
                 if m.recorded_at <= known_at
             ]
+
+    def fact(
+        self, key: str, *, as_of: datetime | None = None, known_at: datetime | None = None
+    ) -> Memory | None:
+        """The memory holding ``key`` now (or ``None``): the newest active one recall returns.
+
+        A new value for a key supersedes the old, so the key's memories are its
+        versions: ``as_of`` picks the one valid then (superseded since or not),
+        ``known_at`` the one the mind held then, as it stood then. A retracted or
+        rejected memory holds no fact.
+        """
+        statuses = (Status.ACTIVE,) if as_of is None else (Status.ACTIVE, Status.SUPERSEDED)
+        filters = RecallFilters(key=key, statuses=statuses, known_at=known_at)
+        with self._storage.transaction(write=False) as session:
+            found = session.run(
+                ops.ScanMemories(
+                    self._mind.id, filters=filters, as_of=as_of, order="recent", limit=1
+                )
+            )
+            found = as_known(session, self._mind.id, found, known_at)
+        return found[0] if found else None
 
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""

@@ -12,8 +12,10 @@ def open_storage(url: str, *, create: bool = True) -> Storage:
     """Open (and migrate) the store at ``url``.
 
     ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:`` or a
-    bare file path select SQLite; ``postgresql://`` (or ``postgres://``) selects
-    PostgreSQL, with pool and index settings in the query string (ADR 0009).
+    bare file path select SQLite, with no parameters (``?mode=ro`` or a ``file:`` URI
+    is a ``ConfigError``, never part of a file name); ``postgresql://`` (or
+    ``postgres://``) selects PostgreSQL, with pool and index settings in the query
+    string (ADR 0009).
     ``create=False`` opens only a store that exists (a peer's): a SQLite file that
     is not there is a ``ConfigError``, not a new empty database.
     """

@@ -58,6 +58,11 @@ _INDEX_OF = {
 
 
 def _parse_path(url: str) -> str:
+    """The file (or ``:memory:``) a SQLite URL or bare path names.
+
+    A SQLite URL takes no parameters and no ``file:`` URI: SQLite would read either
+    as part of a file name and create a file named after it, so both are refused.
+    """
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
     elif url.startswith("sqlite://"):
@@ -66,6 +71,16 @@ def _parse_path(url: str) -> str:
         path = url
     if not path:
         raise ConfigError(f"database URL {url!r} names no file (use sqlite:///PATH or :memory:)")
+    if "?" in path:
+        query = path.partition("?")[2]
+        raise ConfigError(
+            f"SQLite database URL {url!r} has parameters ({query}); it takes none "
+            "(use sqlite:///PATH or sqlite:///:memory:)"
+        )
+    if path.startswith("file:"):
+        raise ConfigError(
+            f"SQLite database URL {url!r} is a file: URI; give the path (sqlite:///PATH)"
+        )
     return path
 
 
