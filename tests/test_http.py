@@ -49,7 +49,7 @@ class Live:
     """A uvicorn server in a thread over an app serving ``ada`` and ``bob``."""
 
     def __init__(self, minds: dict[str, Mind], tokens: Tokens | None) -> None:
-        self.app = create_app(minds, tokens=tokens, on_ready=self._ready)
+        self.app = create_app(minds, tokens=tokens, on_ready=self._ready, allow_federation=True)
         self.started = threading.Event()
         self.sock = listen("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"

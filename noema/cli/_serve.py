@@ -4,7 +4,8 @@ The minds served are those ``--mind`` names and those the tokens file grants
 (without either: the global ``--mind``). Each is opened once, before anything
 listens, so a bad store or mind is a one-line error; the server closes them when
 it stops (SIGINT, SIGTERM). Without ``--tokens`` it serves without auth, and
-only on a loopback address.
+only on a loopback address. Clients may subscribe minds to peers only with
+``--allow-federation`` (minds their token opens, stores at ``--peer-url``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import socket
 from typing import Any
 
-from noema.cli._common import EXIT_OK
+from noema.cli._common import EXIT_OK, server_rights
 from noema.config import Settings
 from noema.embeddings import load_embedder
 from noema.errors import RuntimeFailure, UsageError
@@ -40,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"serve: refusing to serve {args.host} without auth: pass --tokens FILE "
             "(make one with --new-token MIND)"
         )
+    rights = server_rights(args, "serve")
     tokens = None if args.tokens is None else read_tokens(args.tokens)
     settings = Settings.from_env()
     names = list(dict.fromkeys([*args.serve_minds, *(tokens.minds if tokens else [])]))
@@ -62,7 +64,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-        app = create_app(minds, tokens=tokens, host=args.host, on_ready=ready)
+        app = create_app(
+            minds,
+            tokens=tokens,
+            host=args.host,
+            on_ready=ready,
+            allow_federation=rights.federate,
+            peer_urls=rights.peer_urls or (),
+        )
         serve(app, sock, access_log=args.access_log)
     finally:
         sock.close()

@@ -27,7 +27,7 @@ import re
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, get_origin
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -40,10 +40,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from noema import __version__
+from noema import __version__, access
+from noema.access import NOBODY, Caller
 from noema.errors import (
     ConfigError,
     CrossMindError,
+    Forbidden,
     InvalidInput,
     NoemaError,
     NotFound,
@@ -74,6 +76,8 @@ def status_of(exc: NoemaError) -> int:
     """The HTTP status of one of Noema's errors (``noema.errors``)."""
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Forbidden):
+        return 403
     if isinstance(exc, TemporalOrderError):
         return 409
     if isinstance(exc, InvalidInput | PolicyViolation | CrossMindError | ConfigError):
@@ -97,10 +101,13 @@ def _validation(exc: ValidationError, *, where: str) -> HttpError:
 class _Api:
     """Authorises, parses and answers the requests of one application."""
 
-    def __init__(self, minds: ServedMinds, tokens: Tokens | None, max_body: int) -> None:
+    def __init__(
+        self, minds: ServedMinds, tokens: Tokens | None, max_body: int, rights: Caller
+    ) -> None:
         self.minds = minds
         self.tokens = tokens
         self.max_body = max_body
+        self.rights = rights
         self.document: dict[str, Any] = build_document(OPERATIONS, version=__version__)
 
     # ------------------------------------------------------------ who asks
@@ -126,6 +133,10 @@ class _Api:
         if grant is None:
             raise HttpError(401, "authorization: the token is not known", headers=challenge)
         return grant
+
+    def caller(self, grant: Grant) -> Caller:
+        """The caller a grant makes: the server's rights, over the minds its token opens."""
+        return self.rights.scoped(None if grant.open else grant.minds)
 
     def served(self, name: str, grant: Grant) -> Served:
         """The mind ``name``, when it is served and the grant opens it.
@@ -224,21 +235,22 @@ class _Api:
         return answer
 
     async def _answer(self, operation: Operation, request: Request) -> Response:
-        grant = self.grant(request.headers) if operation.auth else _OPEN
+        grant = self.grant(request.headers) if operation.auth else None
         params = dict(request.path_params)
         mind = params.pop("mind", None)
-        served = None if mind is None else self.served(mind, grant)
+        served = None if mind is None else self.served(mind, grant or _OPEN)
         query = self.query(operation.query, request)
         body = await self.body(operation.body, request)
         call = Call(
             served=served,
-            grant=grant,
+            grant=grant or _OPEN,
             params=params,
             body=body,
             query=query,
             minds=tuple(self.minds.names),
         )
-        result = await operation.handler(call)
+        with access.acting_as(NOBODY if grant is None else self.caller(grant)):
+            result = await operation.handler(call)
         if isinstance(result, Response):
             return result
         return JSONResponse(result, status_code=operation.status)
@@ -261,7 +273,10 @@ class _McpEndpoint:
         if not grant.open:  # the SDK binds a session to the credential that opened it
             token = AccessToken(token=grant.client, client_id=grant.client, scopes=[served.name])
             scope["user"] = AuthenticatedUser(token)
-        await served.mcp.handle_request(scope, receive, send)
+        # The SDK runs each tool call in the context of the request that sent it:
+        # the tools act as this token's caller (else as the mind's, NOBODY).
+        with access.acting_as(self.api.caller(grant)):
+            await served.mcp.handle_request(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -282,8 +297,15 @@ def create_app(
     host: str = "127.0.0.1",
     max_body: int = DEFAULT_MAX_BODY,
     on_ready: Callable[[], object] | None = None,
+    allow_federation: bool = False,
+    peer_urls: Iterable[str] = (),
 ) -> Starlette:
     """The application serving ``minds`` (by name), which it closes when it stops.
+
+    Each request acts as the caller its token makes (``noema.access``): the minds
+    it opens, and subscriptions to peers only with ``allow_federation``, to minds
+    it opens and to stores at ``peer_urls``. The minds are bound to ``NOBODY``, so
+    a call that does not say who asks may do nothing beyond its mind.
 
     Args:
         minds: open minds by the name their routes use.
@@ -292,6 +314,8 @@ def create_app(
         host: the address the server listens on.
         max_body: the largest request body, in bytes.
         on_ready: called once every mind's MCP endpoint runs.
+        allow_federation: let requests subscribe minds to peers (off by default).
+        peer_urls: the other stores requests may subscribe to, by URL.
 
     Raises:
         UsageError: no tokens on a host that is not loopback.
@@ -307,10 +331,12 @@ def create_app(
             raise ConfigError(f"serve: the mind {name!r} holds '/', which a URL path cannot carry")
     served = ServedMinds(minds)
     for one in served:
+        one.amind.mind.caller = NOBODY
         server = build_server(one.amind.mind)
         server.streamable_http_app(host=host)  # builds the session manager
         one.mcp = server.session_manager
-    api = _Api(served, tokens, max_body)
+    rights = access.serving(allow_federation=allow_federation, peer_urls=peer_urls)
+    api = _Api(served, tokens, max_body, rights)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
