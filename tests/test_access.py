@@ -133,9 +133,7 @@ def _a_peer_store(tmp_path: Path, name: str = "far") -> str:
 # ---------------------------------------------------------------- a token and its minds
 
 
-def test_a_token_cannot_read_another_mind_through_a_peer_over_mcp(
-    serve: Serve, tmp_path: Path
-) -> None:
+def test_a_token_cannot_read_another_mind_through_a_peer_over_mcp(serve: Serve) -> None:
     """Defect: alice's token subscribed alice to bob over MCP, then recalled bob's memories."""
     for flags in ({}, {"allow_federation": True}):
         server = serve(**flags)
@@ -225,7 +223,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
     store_url: str, clock: ManualClock, tmp_path: Path, serve: Serve
 ) -> None:
     if not store_url.startswith("sqlite"):
-        pytest.skip("the faces are the same on every backend; the stdio server needs a file")
+        pytest.skip("the rule is decided above the store: its faces are walked on SQLite only")
     lines: dict[str, str] = {}
 
     # Python, as a server binds it: acting as nobody, then as a server without the flag.

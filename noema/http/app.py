@@ -235,21 +235,22 @@ class _Api:
         return answer
 
     async def _answer(self, operation: Operation, request: Request) -> Response:
-        grant = self.grant(request.headers) if operation.auth else None
+        grant = self.grant(request.headers) if operation.auth else _OPEN
         params = dict(request.path_params)
         mind = params.pop("mind", None)
-        served = None if mind is None else self.served(mind, grant or _OPEN)
+        served = None if mind is None else self.served(mind, grant)
         query = self.query(operation.query, request)
         body = await self.body(operation.body, request)
         call = Call(
             served=served,
-            grant=grant or _OPEN,
+            grant=grant,
             params=params,
             body=body,
             query=query,
             minds=tuple(self.minds.names),
         )
-        with access.acting_as(NOBODY if grant is None else self.caller(grant)):
+        # A route without auth acts as nobody: it may do nothing a server must allow.
+        with access.acting_as(self.caller(grant) if operation.auth else NOBODY):
             result = await operation.handler(call)
         if isinstance(result, Response):
             return result
