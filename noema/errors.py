@@ -7,7 +7,8 @@
     │   ├── NotFound (KeyError)           no such memory, relationship or proposal in this mind
     │   ├── CrossMindError                an edge or lookup that would join two minds
     │   ├── TemporalOrderError            causes/precedes against the timestamps
-    │   └── ConfigError                   bad configuration or database URL
+    │   ├── ConfigError                   bad configuration or database URL
+    │   └── Forbidden                     the caller may not do this (a server's rules)
     └── RuntimeFailure (RuntimeError)     the system failed; the CLI exits 1
         ├── StorageError                  the database failed (translated from the driver)
         ├── MigrationError                the schema could not be brought up to date
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # only annotated: ``noema --help`` imports this module, not p
 __all__ = [
     "ConfigError",
     "CrossMindError",
+    "Forbidden",
     "IntegrityError",
     "InvalidInput",
     "MigrationError",
@@ -89,6 +91,10 @@ class TemporalOrderError(UsageError):
 
 class ConfigError(UsageError):
     """The configuration or the database URL is wrong."""
+
+
+class Forbidden(UsageError):
+    """The caller may not do this: a server's rules refuse it (``noema.access``)."""
 
 
 class RuntimeFailure(NoemaError, RuntimeError):

@@ -41,8 +41,9 @@ from concepts.episodes import Episode, EpisodeRecord, EpisodeStats, Outcome
 from concepts.federation import Peer
 from concepts.models import MAX_RECALL_LIMIT, Key, Note, UtcDatetime
 from concepts.paths import WorldPath
-from noema import runtime
+from noema import access, runtime
 from noema._arguments import Count, Position, checked
+from noema.access import OPERATOR, Caller
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
@@ -124,6 +125,9 @@ class Mind:
         self._federation = Federation(
             storage, info, self.config, self.clock, self.embedder, self.reranker
         )
+        #: Who calls this mind when a call does not say (``noema.access``): the
+        #: operator, unless a server bound it to the caller it serves.
+        self.caller: Caller = OPERATOR
 
     # ------------------------------------------------------------ lifecycle
 
@@ -760,7 +764,10 @@ class Mind:
         Recall then asks that peer too (and the peers it subscribes to, up to
         three hops away), discounting its results by the mind's trust in it: a
         Beta(5, 5) prior that ``peer_feedback`` moves. Nothing is ever written
-        into the peer; a ``peer_added`` event is logged in this mind.
+        into the peer, nor created or migrated there: a store at ``url`` must be a
+        Noema store at this Noema's schema. A ``peer_added`` event is logged in
+        this mind. The caller (``noema.access.current``) must be allowed to: on a
+        server, federation is off unless the operator allows it.
 
         Args:
             name: The subscription's name in this mind (letters, digits, ``_.-``).
@@ -771,13 +778,17 @@ class Mind:
             The subscription (the one already held, when it is the same).
 
         Raises:
+            Forbidden: the caller may not subscribe to that mind or store.
             InvalidInput: a bad name, this mind itself, or a name or peer already
                 subscribed to otherwise.
+            PolicyViolation: ``name`` or ``url`` holds a credential.
             NotFound: that store holds no mind ``mind``.
-            ConfigError, StorageError: the store at ``url`` cannot be opened
-                (a SQLite file that is not there is never created).
+            ConfigError, StorageError: the store at ``url`` cannot be read: no
+                Noema store there (one message, whatever is there instead), one
+                at another schema, or a server that does not answer.
         """
-        return self._federation.subscribe(name, mind=mind, url=url)
+        caller = access.current(self.caller)
+        return self._federation.subscribe(name, mind=mind, url=url, caller=caller)
 
     @checked
     def unfederate(self, name: str) -> Peer:

@@ -330,7 +330,7 @@ def test_subscriptions_are_validated_and_logged(open_mind: OpenMind, tmp_path: P
     with pytest.raises(PolicyViolation, match="credential"):
         a.federate("x", mind="b", url="postgresql://bob:S3cr3tP4ssw0rd@db.example/x")
     missing = tmp_path / "nowhere" / "peer.db"
-    with pytest.raises(ConfigError, match="no SQLite database"):
+    with pytest.raises(ConfigError, match="no Noema store at"):
         a.federate("gone", mind="b", url=f"sqlite:///{missing}")
     assert not missing.exists() and not missing.parent.exists()  # never created
     with pytest.raises(StorageError):
@@ -416,7 +416,7 @@ def test_a_deleted_sqlite_peer_warns_and_recall_goes_on(
         else:
             leftover.unlink()
     again = open_mind("a")
-    with pytest.warns(PeerUnavailable, match="peer gone unavailable: no SQLite database") as seen:
+    with pytest.warns(PeerUnavailable, match="peer gone unavailable: no Noema store at") as seen:
         results = again.recall("cat")
     assert [r.memory.id for r in results] == [mine.id]
     [warning] = seen.list
@@ -548,7 +548,7 @@ def test_cli_federate_round_trip(
             leftover.unlink()
     code, out, err = cli("--mind", "a", "recall", "cat", "--json")
     assert code == 0
-    assert err.splitlines() == [f"warning: peer far unavailable: no SQLite database at {far}"]
+    assert err.splitlines() == [f"warning: peer far unavailable: no Noema store at {far}"]
     assert {(r["peer"], r["hops"]) for r in json.loads(out)} == {(None, 0), ("bee", 1)}
     code, out, _ = cli("--mind", "a", "federate", "remove", "far")
     assert code == 0 and out.startswith("unsubscribed far")

@@ -57,7 +57,13 @@ class Live:
         allow_hosts: Iterable[str] = (),
         request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
-        self.app = create_app(minds, tokens=tokens, allow_hosts=allow_hosts, on_ready=self._ready)
+        self.app = create_app(
+            minds,
+            tokens=tokens,
+            allow_hosts=allow_hosts,
+            on_ready=self._ready,
+            allow_federation=True,
+        )
         self.started = threading.Event()
         self.sock = listen("127.0.0.1", 0)
         self.port: int = self.sock.getsockname()[1]

@@ -10,9 +10,10 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from noema.access import Caller
     from noema.mind import Mind
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "last_seq", "open_mind"]
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "last_seq", "open_mind", "server_rights"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -46,6 +47,20 @@ def open_mind(args: argparse.Namespace) -> Mind:
         config=config,
         embedder=getattr(args, "embedder", None),
     )
+
+
+def server_rights(args: argparse.Namespace, command: str) -> Caller:
+    """What a server's clients may do beyond their minds: ``--allow-federation``, ``--peer-url``.
+
+    Raises:
+        UsageError: ``--peer-url`` without ``--allow-federation``.
+    """
+    from noema.access import serving
+    from noema.errors import UsageError
+
+    if args.peer_urls and not args.allow_federation:
+        raise UsageError(f"{command}: --peer-url needs --allow-federation")
+    return serving(allow_federation=args.allow_federation, peer_urls=args.peer_urls)
 
 
 def last_seq(mind: Mind) -> int:

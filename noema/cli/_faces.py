@@ -8,17 +8,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from noema.cli._common import EXIT_OK, open_mind
+from noema.cli._common import EXIT_OK, open_mind, server_rights
 from noema.errors import InvalidInput, UsageError
 
 __all__ = ["cmd_mcp", "cmd_shell", "cmd_tui"]
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """``noema mcp``: serve the mind's memory tools over MCP on stdio."""
+    """``noema mcp``: serve the mind's memory tools over MCP on stdio.
+
+    The client is one caller (``noema.access``): it may subscribe the mind to
+    peers only with ``--allow-federation`` (minds of the store, stores at
+    ``--peer-url``).
+    """
     from noema.mcp.server import build_server
 
+    rights = server_rights(args, "mcp")
     with open_mind(args) as mind:
+        mind.caller = rights
         build_server(mind).run("stdio")
     return EXIT_OK
 

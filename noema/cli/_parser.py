@@ -426,9 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_episode_commands(commands)
 
     # ------------------------------------------------ other faces: noema.cli._faces
-    commands.add(
+    p = commands.add(
         "mcp", "_faces.cmd_mcp", "serve the mind's memory tools over MCP (stdio)", json=False
     )
+    _add_federation_flags(p)
     p = commands.add(
         "serve",
         "_serve.cmd_serve",
@@ -466,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve this mind (repeatable; default: the tokens file's, else the global --mind)",
     )
     p.add_argument("--access-log", action="store_true", help="log every request on stderr")
+    _add_federation_flags(p)
     p = commands.add(
         "tui",
         "_faces.cmd_tui",
@@ -487,6 +489,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_json_options()
     return parser
+
+
+def _add_federation_flags(p: argparse.ArgumentParser) -> None:
+    """A server's ``--allow-federation`` and ``--peer-url``: subscriptions are the operator's."""
+    p.add_argument(
+        "--allow-federation",
+        action="store_true",
+        help="let clients subscribe the mind to peers: minds they open, stores at --peer-url",
+    )
+    p.add_argument(
+        "--peer-url",
+        dest="peer_urls",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a store clients may subscribe to (repeatable; needs --allow-federation)",
+    )
 
 
 def _unit(text: str) -> float:

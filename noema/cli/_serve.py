@@ -6,6 +6,8 @@ listens, so a bad store or mind is a one-line error; the server closes them when
 it stops (SIGINT, SIGTERM). Without ``--tokens`` it serves without auth, and
 only on a loopback address. Either way it answers only requests sent to a
 ``Host`` it knows: loopback names and its own address, plus ``--allow-host``.
+Clients may subscribe minds to peers only with ``--allow-federation`` (minds
+their token opens, stores at ``--peer-url``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import argparse
 import socket
 from typing import Any
 
-from noema.cli._common import EXIT_OK
+from noema.cli._common import EXIT_OK, server_rights
 from noema.config import Settings
 from noema.embeddings import load_embedder
 from noema.errors import RuntimeFailure, UsageError
@@ -42,6 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "(make one with --new-token MIND)"
         )
     AllowedHosts(args.host, args.allow_hosts)  # a bad --allow-host fails before anything opens
+    rights = server_rights(args, "serve")
     tokens = None if args.tokens is None else read_tokens(args.tokens)
     settings = Settings.from_env()
     names = list(dict.fromkeys([*args.serve_minds, *(tokens.minds if tokens else [])]))
@@ -65,7 +68,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
 
         app = create_app(
-            minds, tokens=tokens, host=args.host, allow_hosts=args.allow_hosts, on_ready=ready
+            minds,
+            tokens=tokens,
+            host=args.host,
+            allow_hosts=args.allow_hosts,
+            on_ready=ready,
+            allow_federation=rights.federate,
+            peer_urls=rights.peer_urls or (),
         )
         serve(app, sock, access_log=args.access_log)
     finally:

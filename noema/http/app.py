@@ -44,10 +44,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from noema import __version__
+from noema import __version__, access
+from noema.access import NOBODY, Caller
 from noema.errors import (
     ConfigError,
     CrossMindError,
+    Forbidden,
     InvalidInput,
     NoemaError,
     NotFound,
@@ -92,6 +94,8 @@ def status_of(exc: NoemaError) -> int:
     """The HTTP status of one of Noema's errors (``noema.errors``)."""
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Forbidden):
+        return 403
     if isinstance(exc, TemporalOrderError):
         return 409
     if isinstance(exc, InvalidInput | PolicyViolation | CrossMindError | ConfigError):
@@ -115,10 +119,13 @@ def _validation(exc: ValidationError, *, where: str) -> HttpError:
 class _Api:
     """Authorises, parses and answers the requests of one application."""
 
-    def __init__(self, minds: ServedMinds, tokens: Tokens | None, max_body: int) -> None:
+    def __init__(
+        self, minds: ServedMinds, tokens: Tokens | None, max_body: int, rights: Caller
+    ) -> None:
         self.minds = minds
         self.tokens = tokens
         self.max_body = max_body
+        self.rights = rights
         self.document: dict[str, Any] = build_document(OPERATIONS, version=__version__)
 
     # ------------------------------------------------------------ who asks
@@ -139,6 +146,10 @@ class _Api:
         if grant is None:
             raise HttpError(401, "authorization: the token is not known", headers=challenge)
         return grant
+
+    def caller(self, grant: Grant) -> Caller:
+        """The caller a grant makes: the server's rights, over the minds its token opens."""
+        return self.rights.scoped(None if grant.open else grant.minds)
 
     def served(self, name: str, grant: Grant) -> Served:
         """The mind ``name``, when it is served and the grant opens it.
@@ -262,7 +273,9 @@ class _Api:
             query=query,
             minds=tuple(self.minds.names),
         )
-        result = await operation.handler(call)
+        # A route without auth acts as nobody: it may do nothing a server must allow.
+        with access.acting_as(self.caller(grant) if operation.auth else NOBODY):
+            result = await operation.handler(call)
         if isinstance(result, Response):
             return result
         return JSONResponse(result, status_code=operation.status)
@@ -289,7 +302,10 @@ class _McpEndpoint:
         if not grant.open:  # the SDK binds a session to the credential that opened it
             token = AccessToken(token=grant.client, client_id=grant.client, scopes=[served.name])
             scope["user"] = AuthenticatedUser(token)
-        await served.mcp.handle_request(scope, _replay(body, receive), send)
+        # The SDK runs each tool call in the context of the request that sent it:
+        # the tools act as this token's caller (else as the mind's, NOBODY).
+        with access.acting_as(self.api.caller(grant)):
+            await served.mcp.handle_request(scope, _replay(body, receive), send)
 
 
 def _replay(body: bytes | None, receive: Receive) -> Receive:
@@ -360,8 +376,15 @@ def create_app(
     allow_hosts: Iterable[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
     on_ready: Callable[[], object] | None = None,
+    allow_federation: bool = False,
+    peer_urls: Iterable[str] = (),
 ) -> Starlette:
     """The application serving ``minds`` (by name), which it closes when it stops.
+
+    Each request acts as the caller its token makes (``noema.access``): the minds
+    it opens, and subscriptions to peers only with ``allow_federation``, to minds
+    it opens and to stores at ``peer_urls``. The minds are bound to ``NOBODY``, so
+    a call that does not say who asks may do nothing beyond its mind.
 
     Args:
         minds: open minds by the name their routes use.
@@ -372,6 +395,8 @@ def create_app(
             (:class:`~noema.http.auth.AllowedHosts`).
         max_body: the largest request body, in bytes.
         on_ready: called once every mind's MCP endpoint runs.
+        allow_federation: let requests subscribe minds to peers (off by default).
+        peer_urls: the other stores requests may subscribe to, by URL.
 
     Raises:
         UsageError: no tokens on a host that is not loopback.
@@ -391,10 +416,12 @@ def create_app(
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     served = ServedMinds(minds)
     for one in served:
+        one.amind.mind.caller = NOBODY
         server = build_server(one.amind.mind)
         server.streamable_http_app(host=host, transport_security=security)  # the session manager
         one.mcp = server.session_manager
-    api = _Api(served, tokens, max_body)
+    rights = access.serving(allow_federation=allow_federation, peer_urls=peer_urls)
+    api = _Api(served, tokens, max_body, rights)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

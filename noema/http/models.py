@@ -217,7 +217,10 @@ class LinkWorldsBody(Body):
 
 
 class PeerBody(Body):
-    """A read-only subscription to another mind of this store (the token must hold it too)."""
+    """A read-only subscription to another mind of this store that the token opens too.
+
+    Only on a server started with ``--allow-federation``.
+    """
 
     name: Annotated[str, Field(min_length=1, max_length=64)]
     mind: Annotated[str, Field(min_length=1, max_length=100)]

@@ -2,7 +2,10 @@
 
 Built on the official ``mcp`` SDK (``MCPServer``). Every tool goes through the
 ``Mind`` API of the one mind the server was built for, which scopes every read
-and write to that mind: an id of another mind is simply not found. Inputs are
+and write to that mind: an id of another mind is simply not found. A tool that
+reaches past it (``federate_add``) is authorised by ``noema.access``, as the
+mind's caller: the one ``noema mcp`` binds, or over HTTP the caller of the
+request that carried the call (the SDK runs each call in its request's context). Inputs are
 validated by the SDK against each tool's signature, then by Noema's models;
 a problem comes back as a tool error with one line naming it, and nothing is
 written. Database calls go through an ``AsyncMind`` over the mind, on its
@@ -667,7 +670,9 @@ def build_server(mind: Mind) -> NoemaServer:
 
         ``recall`` then asks it too: its results name their ``peer`` and ``hops``
         and come discounted by the trust in that peer (``trust`` and ``hops``
-        components). Nothing is ever written into the peer.
+        components). Nothing is ever written into the peer. Refused unless the
+        server allows federation (``--allow-federation``): then a mind the
+        client opens, or one at a URL the server lists (``--peer-url``).
         """
         return serialize.peer_json(await _call(subscriber.federate(name, mind=mind, url=url)))
 

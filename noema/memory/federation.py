@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from concepts import EventKind, MindInfo, Peer, RecallQuery, RecallResult
 from concepts.federation import PEER_NAME, PEER_PRIOR_ALPHA, PEER_PRIOR_BETA
+from noema.access import OPERATOR, Caller, check_subscribe
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
@@ -215,10 +216,11 @@ def _one_line(exc: BaseException) -> str:
 class Federation:
     """One mind's subscriptions, and the federated recall over them.
 
-    Peer stores at other URLs are opened on first use (never created: a SQLite
-    file that is not there is an unavailable peer), kept open, and closed by
-    ``close``; a peer in the subscriber's own store is read through the
-    subscriber's store. Every peer store is given read sessions only.
+    Peer stores at other URLs are opened on first use, read-only and existing
+    only (``open_storage(read_only=True)``: nothing is created or migrated, and
+    the database refuses writes), kept open, and closed by ``close``; a peer in
+    the subscriber's own store is read through the subscriber's store. Every
+    peer store is given read sessions only.
 
     Args:
         storage: the subscriber's store (its ``peers`` table; same-store peers).
@@ -263,26 +265,40 @@ class Federation:
         with self._storage.transaction(write=False) as session:
             return session.run(ops.ListPeers(self._mind.id))
 
-    def subscribe(self, name: str, *, mind: str, url: str | None = None) -> Peer:
+    def subscribe(
+        self, name: str, *, mind: str, url: str | None = None, caller: Caller = OPERATOR
+    ) -> Peer:
         """Subscribe, read-only, to the mind ``mind`` of this store or of the store at ``url``.
 
-        Subscribing again to the same peer under the same name returns the
+        ``caller`` must be allowed to (``noema.access.check_subscribe``); that is
+        checked before anything is looked at. A store at another URL is opened
+        read-only, existing only: nothing is ever created, migrated or written
+        there. Subscribing again to the same peer under the same name returns the
         subscription as it stands (its trust kept).
 
         Raises:
+            Forbidden: the caller may not subscribe to that mind or store.
             InvalidInput: a bad name, the mind itself, a name already taken by
                 another peer, or a peer already subscribed to under another name.
-            PolicyViolation: ``url`` holds a credential and the policy refuses them.
+            PolicyViolation: ``name`` or ``url`` holds a credential and the policy
+                refuses them.
             NotFound: the store holds no mind ``mind``.
-            ConfigError, StorageError: the store at ``url`` cannot be opened.
+            ConfigError, StorageError: the store at ``url`` cannot be read (no
+                Noema store there, one at another schema, or a server down).
         """
         location = self._location(url)
+        check_subscribe(caller, mind=mind, url=location)
         allowed = self._config.policy.secrets == "allow"
         if location is not None and not allowed and (kinds := value_kinds(location)):
             raise PolicyViolation(
                 f"url: it holds a credential ({', '.join(kinds)}); give the password "
                 "another way (PGPASSWORD, a .pgpass file, a service file)",
                 field="url",
+            )
+        if not allowed and (kinds := value_kinds(name)):
+            raise PolicyViolation(
+                f"name: it holds a credential ({', '.join(kinds)}); name the peer otherwise",
+                field="name",
             )
         if not PEER_NAME.fullmatch(name):
             raise InvalidInput(
@@ -507,7 +523,7 @@ class Federation:
         with self._lock:
             storage = self._opened.get(location)
             if storage is None:
-                storage = open_storage(location, create=False)
+                storage = open_storage(location, read_only=True)
                 self._opened[location] = storage
         return _ReadOnly(storage)
 

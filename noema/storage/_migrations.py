@@ -5,6 +5,9 @@ and how to read its driver's errors; the steps are the same everywhere: the
 ``schema_migrations`` ledger, refusing a database newer than this Noema, and
 applying and recording, in order, each migration it has not recorded. The
 backend holds the transaction (and any lock) around ``Migrator.run``.
+
+A store opened only to be read (a federation peer's) is never migrated:
+``check_readable`` refuses it unless its schema is exactly this Noema's.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from noema.errors import MigrationError
+from noema.errors import ConfigError, MigrationError
 
-__all__ = ["Migration", "Migrator", "refuse_newer"]
+__all__ = ["Migration", "Migrator", "check_readable", "no_store", "refuse_newer"]
 
 #: ``(version, name, script)``; versions count up from 1.
 Migration = tuple[int, str, str]
@@ -76,4 +79,36 @@ def refuse_newer(database: str, applied: set[int], known: set[int]) -> None:
         raise MigrationError(
             f"database {database} has schema version {max(applied)}, "
             f"newer than this Noema knows ({max(known)}); upgrade Noema"
+        )
+
+
+def no_store(shown: str) -> ConfigError:
+    """The one error for a store opened to be read that is not a Noema store.
+
+    A path that is missing, a directory, unreadable, or a file of something else
+    all get it, so that a peer's URL cannot be used to tell them apart.
+    """
+    return ConfigError(f"no Noema store at {shown}", field="url")
+
+
+def check_readable(shown: str, applied: set[int], known: set[int]) -> None:
+    """Refuse to read a store whose recorded migrations are not exactly ``known``.
+
+    Raises:
+        ConfigError: nothing recorded (not a Noema store), or a schema older or
+            newer than this Noema's.
+    """
+    if not applied:
+        raise no_store(shown)
+    if applied - known:
+        raise ConfigError(
+            f"the Noema store at {shown} has schema version {max(applied)}, newer than this "
+            f"Noema reads ({max(known)}); upgrade Noema",
+            field="url",
+        )
+    if known - applied:
+        raise ConfigError(
+            f"the Noema store at {shown} has schema version {max(applied)}, older than this "
+            f"Noema reads ({max(known)}); open it once with this Noema to migrate it",
+            field="url",
         )

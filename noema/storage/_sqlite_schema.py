@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from noema.storage import _schema as shared
-from noema.storage._migrations import Migration, Migrator
+from noema.storage._migrations import Migration, Migrator, check_readable
 from noema.storage._sqlite_text import create_missing_text_indexes
 
 #: SQLite's types in the templates of the tables both backends hold alike (``_schema``).
@@ -223,6 +223,21 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         if conn.in_transaction:  # SQLite may have rolled back already; keep the first error
             conn.execute("ROLLBACK")
         raise
+
+
+def check_current(conn: sqlite3.Connection, shown: str) -> None:
+    """Refuse a database, opened read-only, whose schema is not exactly this Noema's.
+
+    Raises:
+        ConfigError: it is not a Noema store, or its schema is older or newer.
+        sqlite3.Error: it cannot be read (not a database at all, for one).
+    """
+    applied: set[int] = set()
+    if conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone():
+        applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+    check_readable(shown, applied, {version for version, _, _ in MIGRATIONS})
 
 
 def _split_sql(script: str) -> list[str]:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from concepts import Memory, MindInfo
 from noema.errors import ConfigError, InvalidInput, StorageError
 from noema.storage import _sql, ops
 from noema.storage._dialect import SQLITE, chunks
+from noema.storage._migrations import no_store
 from noema.storage._rows import (
     MEMORY_SELECT,
     memory_from_row,
@@ -34,7 +36,7 @@ from noema.storage._rows import (
     to_micros,
     update_groups,
 )
-from noema.storage._sqlite_schema import migrate
+from noema.storage._sqlite_schema import check_current, migrate
 from noema.storage._sqlite_text import (
     TEXT_COLUMNS,
     create_text_indexes,
@@ -45,7 +47,7 @@ from noema.storage._sqlite_text import (
 )
 from noema.storage._sqlite_vectors import VectorIndexes, VectorSearch, get_vectors, put_vectors
 
-__all__ = ["SQLiteStorage", "missing_file"]
+__all__ = ["SQLiteStorage"]
 
 R = TypeVar("R")
 
@@ -82,15 +84,6 @@ def _parse_path(url: str) -> str:
             f"SQLite database URL {url!r} is a file: URI; give the path (sqlite:///PATH)"
         )
     return path
-
-
-def missing_file(url: str) -> str | None:
-    """The file ``url`` names when no file is there (``None`` for one that is, or memory)."""
-    path = _parse_path(url)
-    if path == ":memory:":
-        return None
-    target = Path(path).expanduser()
-    return None if target.exists() else str(target)
 
 
 class _Session(_sql.SqlSession):
@@ -351,37 +344,97 @@ def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
             time.sleep(_WAL_RETRY_SECONDS)
 
 
+#: The pragmas of every connection, a read-only one's too.
+_READ_PRAGMAS = ("PRAGMA cache_size = -65536", "PRAGMA temp_store = MEMORY")
+
+
+def _prepare(path: str) -> str:
+    """The file a store opened to be written goes to, its directory made when missing."""
+    target = Path(path).expanduser()
+    try:
+        is_dir, special = target.is_dir(), target.exists() and not target.is_file()
+    except OSError as exc:  # a name too long for the file system, for one
+        raise ConfigError(f"cannot open SQLite database {target}: {exc.strerror}") from None
+    if is_dir:
+        raise ConfigError(f"cannot open SQLite database {target}: it is a directory")
+    if special:  # /dev/null, a pipe: SQLite fails on them with unrelated messages
+        raise ConfigError(f"cannot use {target} as a SQLite database: not a regular file")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        error = ConfigError if exc.errno == errno.ENAMETOOLONG else StorageError
+        raise error(f"cannot create directory {target.parent}: {exc.strerror}") from exc
+    return str(target)
+
+
+def _open_existing(url: str, path: str, busy_timeout_ms: int) -> tuple[sqlite3.Connection, str]:
+    """A read-only connection to the Noema store at ``path``, and the file it reads.
+
+    Nothing is created, migrated or written: the file is opened with
+    ``mode=ro`` and the connection is ``query_only``. A path that is missing, a
+    directory, another kind of file, unreadable or not a Noema store all raise
+    the same ``no_store`` error, which tells none of them from another.
+
+    Raises:
+        ConfigError: no Noema store there, or one at another schema.
+    """
+    unreadable = no_store(url)
+    target = Path(path).expanduser().absolute()
+    try:
+        regular = path != ":memory:" and target.is_file()  # never open a pipe: it would block
+    except OSError:
+        regular = False
+    if not regular:
+        raise unreadable
+    try:
+        conn = sqlite3.connect(
+            f"file:{quote(str(target))}?mode=ro",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=busy_timeout_ms / 1000,
+        )
+    except (sqlite3.Error, ValueError, UnicodeEncodeError):
+        raise unreadable from None
+    try:
+        for pragma in ("PRAGMA query_only = ON", f"PRAGMA busy_timeout = {int(busy_timeout_ms)}"):
+            conn.execute(pragma)
+        for pragma in _READ_PRAGMAS:
+            conn.execute(pragma)
+        check_current(conn, url)
+    except sqlite3.Error:
+        conn.close()
+        raise unreadable from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn, str(target)
+
+
 class SQLiteStorage:
     """A SQLite database file (or ``:memory:``) holding any number of minds.
 
     One connection, guarded by a lock, so a ``SQLiteStorage`` may be shared by
     threads; separate processes coordinate through SQLite's own file locks.
+    ``read_only`` opens only a Noema store that exists, at this Noema's schema,
+    for reading (``_open_existing``): a federation peer's.
     """
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, read_only: bool = False) -> None:
         self.url = url
+        self.read_only = read_only
         path = _parse_path(url)
-        if path != ":memory:":
-            target = Path(path).expanduser()
-            try:
-                is_dir, special = target.is_dir(), target.exists() and not target.is_file()
-            except OSError as exc:  # a name too long for the file system, for one
-                raise ConfigError(f"cannot open SQLite database {target}: {exc.strerror}") from None
-            if is_dir:
-                raise ConfigError(f"cannot open SQLite database {target}: it is a directory")
-            if special:  # /dev/null, a pipe: SQLite fails on them with unrelated messages
-                raise ConfigError(f"cannot use {target} as a SQLite database: not a regular file")
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                error = ConfigError if exc.errno == errno.ENAMETOOLONG else StorageError
-                raise error(f"cannot create directory {target.parent}: {exc.strerror}") from exc
-            path = str(target)
+        if read_only:
+            self._conn, path = _open_existing(url, path, busy_timeout_ms)
+        elif path != ":memory:":
+            path = _prepare(path)
         self.path = path
         self._lock = threading.RLock()
         self._vectors = VectorIndexes(
             None if path == ":memory:" else Path(path).with_name(Path(path).name + ".vectors")
         )
+        if read_only:
+            return
         try:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -399,8 +452,7 @@ class SQLiteStorage:
                 # Checkpoint every ~40 MB of WAL rather than 4 MB: batch writes touch
                 # random index pages, and each checkpoint rewrites them.
                 "PRAGMA wal_autocheckpoint = 10000",
-                "PRAGMA cache_size = -65536",
-                "PRAGMA temp_store = MEMORY",
+                *_READ_PRAGMAS,
             ):
                 self._conn.execute(pragma)
             migrate(self._conn, path)
@@ -475,8 +527,10 @@ class SQLiteStorage:
     def close(self) -> None:
         """Save the vector indexes (best effort: they are a cache) and close the connection."""
         with self._lock:
-            # The index is a cache: the next open rebuilds what was not saved.
-            with contextlib.suppress(sqlite3.Error):
-                self._vectors.save(self._conn)
+            # The index is a cache: the next open rebuilds what was not saved. A store
+            # opened read-only keeps its indexes in memory: nothing is written beside it.
+            if not self.read_only:
+                with contextlib.suppress(sqlite3.Error):
+                    self._vectors.save(self._conn)
             self._vectors.close()
             self._conn.close()

@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from noema.errors import ConfigError
 
-__all__ = ["MAX_PARTITIONS", "PostgresOptions", "first_line", "lock_key", "parse_url", "redact"]
+__all__ = [
+    "MAX_PARTITIONS",
+    "PostgresOptions",
+    "first_line",
+    "lock_key",
+    "parse_url",
+    "read_only_conninfo",
+    "redact",
+]
 
 
 #: The most hash partitions a store may have: a query that names no mind (a few
@@ -80,6 +88,16 @@ def parse_url(url: str) -> tuple[str, PostgresOptions]:
         parts._replace(scheme="postgresql", query=urlencode(theirs, quote_via=quote))
     )
     return conninfo, options
+
+
+def read_only_conninfo(conninfo: str) -> str:
+    """``conninfo`` whose sessions run read-only transactions: the server refuses any write."""
+    parts = urlsplit(conninfo)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = " ".join(value for name, value in query if name == "options")
+    query = [(name, value) for name, value in query if name != "options"]
+    query.append(("options", f"{given} -c default_transaction_read_only=on".strip()))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 def redact(conninfo: str) -> str:

@@ -29,7 +29,7 @@ import psycopg
 
 from noema.errors import ConfigError, MigrationError
 from noema.storage import _schema as shared
-from noema.storage._migrations import Migration, Migrator, refuse_newer
+from noema.storage._migrations import Migration, Migrator, check_readable, refuse_newer
 from noema.storage.postgres.options import first_line, lock_key
 
 __all__ = ["MIGRATIONS", "migrate", "partitioned"]
@@ -341,8 +341,29 @@ def migrate(
             _check_current(conn, database)  # a replica: read sessions only, nothing to migrate
         else:
             _Migrator(conn, database, vectors).run(partitioned(MIGRATIONS, chosen))
-        row = conn.execute(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = to_regclass('vectors') AND attname = 'vector'"
-        ).fetchone()
+        return _uses_pgvector(conn)
+
+
+def read_existing(conn: psycopg.Connection[Any], shown: str) -> bool:
+    """Check a store opened to be read only (a peer's); return whether vectors use pgvector.
+
+    Nothing is created or migrated: the connection is read-only, and only the
+    catalog and ``schema_migrations`` are read.
+
+    Raises:
+        ConfigError: the database holds no Noema store, or one at another schema.
+    """
+    with conn.transaction():
+        applied: set[int] = set()
+        if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() != (None,):
+            applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+        check_readable(shown, applied, {version for version, _, _ in MIGRATIONS})
+        return _uses_pgvector(conn)
+
+
+def _uses_pgvector(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = to_regclass('vectors') AND attname = 'vector'"
+    ).fetchone()
     return row is not None and row[0] == "vector"

@@ -36,8 +36,14 @@ from noema.storage._rows import (
     update_groups,
 )
 from noema.storage.postgres import leases, text, vectors
-from noema.storage.postgres.options import first_line, lock_key, parse_url, redact
-from noema.storage.postgres.schema import migrate
+from noema.storage.postgres.options import (
+    first_line,
+    lock_key,
+    parse_url,
+    read_only_conninfo,
+    redact,
+)
+from noema.storage.postgres.schema import migrate, read_existing
 
 __all__ = ["PostgresSession", "PostgresStorage"]
 
@@ -258,11 +264,19 @@ _HANDLERS: dict[type[Any], Callable[[PostgresSession, Any], Any]] = {
 
 
 class PostgresStorage:
-    """A PostgreSQL database holding any number of minds, shared by any number of processes."""
+    """A PostgreSQL database holding any number of minds, shared by any number of processes.
 
-    def __init__(self, url: str) -> None:
+    ``read_only`` opens only a Noema store that exists, at this Noema's schema,
+    for reading (a federation peer's): every connection's transactions are
+    read-only, so the server refuses any write, and nothing is migrated.
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
         self.conninfo, self.options = parse_url(url)
+        shown = redact(self.conninfo)
+        if read_only:
+            self.conninfo = read_only_conninfo(self.conninfo)
         self.words = text.WordStats()
         self.leases = leases.Leases(self.conninfo)
         self.indexes = vectors.HnswIndexes(self.conninfo, self.options)
@@ -276,9 +290,12 @@ class PostgresStorage:
         self.pgvector_version: tuple[int, ...] | None = None
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                self.pgvector = migrate(
-                    conn, redact(self.conninfo), self.options.vectors, self.options.partitions
-                )
+                if read_only:
+                    self.pgvector = read_existing(conn, shown)
+                else:
+                    self.pgvector = migrate(
+                        conn, shown, self.options.vectors, self.options.partitions
+                    )
                 if self.pgvector:
                     self.pgvector_version = vectors.pgvector_version(conn)
                 # A standby may refuse to export a snapshot: reads there stay in line.
@@ -286,7 +303,7 @@ class PostgresStorage:
                 self._shares_snapshots = row is not None and not row[0]
         except psycopg.OperationalError as exc:
             raise StorageError(
-                f"cannot connect to PostgreSQL at {redact(self.conninfo)}: {first_line(exc)}"
+                f"cannot connect to PostgreSQL at {shown}: {first_line(exc)}"
             ) from exc
         except psycopg.ProgrammingError as exc:  # a malformed connection string
             raise ConfigError(f"database URL is not usable: {first_line(exc)}") from None
