@@ -198,6 +198,10 @@ def test_look_alikes_are_not_secrets(text: str) -> None:
 # ---------------------------------------------------------------- the corpus (issue 14)
 
 GITLAB = "glpat-" + "x7Yq2Lm9" + "Pz4Rt6Wb8Nc1"
+# A key's random part without a digit: one of letters only, of both cases.
+LETTERS = "QxWvTzKjHbNm" + "RpLsDfGcYwXa" + "MnBvCzLkJhGf"
+OPENAI_LETTERS = "sk-proj-" + LETTERS
+HUGGINGFACE = "hf_" + LETTERS[:34]
 NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
 SENDGRID = (
     "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "wX7zA9cE1gI3kM5oQ7sU9" + "wY1aC3eG5iK7mO9qS1uW3y"
@@ -265,6 +269,18 @@ CREDENTIALS = [
     ),
     ("azure-storage-key", AZURE_KEY, "AZURE_STORAGE_ACCOUNT_KEY=<S>"),
     ("github-token", "ghp_" + GITHUB_BODY, "GH_TOKEN=<S> gh pr list"),
+    # Keys whose random body happens to hold no digit, and the prefixes beside them.
+    ("openai-key", "sk-proj-" + LETTERS, "use the project key <S> for evals"),
+    ("openai-key", "sk-" + LETTERS + "QwErTy", "OPENAI_API_KEY=<S>"),
+    ("openai-key", "sk-proj-" + LETTERS.lower(), "the key <S> works"),
+    ("openai-key", "sk-svcacct-" + LETTERS, "the service account's key: <S>"),
+    ("openai-key", "sk-admin-" + LETTERS, "admin key <S>, rotate it"),
+    ("openai-key", "sk-proj-" + LETTERS, "world prod-<S>"),
+    ("openai-key", "sk-proj-" + LETTERS, "tagged deploy_<S> in the log"),
+    ("anthropic-key", "sk-ant-" + LETTERS, "Claude calls use <S> now"),
+    ("huggingface-token", HUGGINGFACE, "HF_TOKEN=<S> huggingface-cli login"),
+    ("huggingface-token", "api_org_" + LETTERS[:34], "the org token <S> reads the models"),
+    ("npm-token", "npm_" + LETTERS.lower()[:36], "publish with <S> from CI"),
 ]
 
 # Ordinary text and code that looks like a credential: every false alarm of the first
@@ -327,6 +343,23 @@ LOOK_ALIKES = [
     "password: !vault |",
     "wifi_password: !secret wifi_password",
     "the password is 8-16 characters",
+    # Names beside the key prefixes: words, kebab- and camel-case, placeholders.
+    "sk-ButtonGroupPrimaryVariantLargeOutline",
+    "sk-PleaseReplaceWithYourOwnOpenAIKeyBeforeRunning",
+    "sk-HTTPServerConfigurationManagerForTheAPI",
+    "the sk-learn-compatible-estimator-interface-for-pipelines",
+    "team-sk-notes-for-the-quarterly-planning-meeting",
+    ".sk-circle-bounce-animation-delay-container-element { }",
+    "risk-assessment-for-the-quarterly-planning-cycle",
+    "disk-SomeVeryLongCamelCaseIdentifierNameHere",
+    "sk-proj-your-project-key-goes-here-when-you-have-it",
+    "a key looks like sk-" + "x" * 48,
+    "sk-proj-" + "X" * 40,
+    "hf_hub_download fetches one file of a repository",
+    "HF_HOME=/data/huggingface and api_org_settings",
+    "hf_YourHuggingFaceTokenGoesHereNowOk",
+    "use hf_" + "x" * 34 + " as the placeholder",
+    "glpat-DeployTokenForTheCIPipeline",
 ]
 
 
@@ -751,6 +784,7 @@ _TRIGGER_LITERALS = [
     *("secret", "token", "apikey", "key", "pass", "pwd", "authorization", "aws", "-----BEGIN"),
     *("AKIA", "ASIA", "ghp_", "gho_", "github_pat_", "glpat-", "npm_", "SG.", "hvs.", ":AA"),
     *("hooks.slack.com", "xoxb-", "sk-", "sk_", "rk_", "AIza", "eyJ", "://", "ſ", "ı", "K"),
+    *("hf_", "api_org_"),
 ]
 
 
