@@ -227,8 +227,9 @@ def _looks_random(value: str) -> bool:
     """A random token, not a name like `glpat-for-ci` or `sk-ButtonGroupLarge`.
 
     A digit; or, in a part between `-`, `_` or `.`, both cases not as capitalised
-    words run together; or a run of one case too long for a word. A key without a
-    digit is rare (one in thousands), but a key nonetheless.
+    words run together; or a run of one case too long for a word. A random part
+    may lack a digit (a 20-character one about once in 30; Hugging Face tokens
+    are letters only).
     """
     if any(c.isdigit() for c in value) or _ONE_CASE_RUN.search(value) is not None:
         return True
