@@ -120,7 +120,7 @@ class Mind:
         self._reconciler = self._engine.reconciler
         self._recaller = self._engine.recaller
         self._reader = self._engine.reader
-        self._worlds = Worlds(storage, info, self.clock)
+        self._worlds = Worlds(storage, info, self.clock, self.config)
         self._background = upkeep.BackgroundEmbedding(self._engine)
         self._federation = Federation(
             storage, info, self.config, self.clock, self.embedder, self.reranker
@@ -892,7 +892,9 @@ class Mind:
             raise InvalidInput(f"{what} an Episode or a mapping, not {kind}", field="episode")
         if episode.at is None:
             episode = episode.model_copy(update={"at": self.clock.now()})
-        return task_episodes.as_input(episode, channel=channel, what=what)
+        return task_episodes.as_input(
+            episode, channel=channel, what=what, policy=self.config.policy
+        )
 
     @checked
     def episode(self, memory_id: str) -> EpisodeRecord:

@@ -19,12 +19,16 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from test_http import Api, Live, counts
+from test_mcp import Session, drive
 from timing import grows_linearly
 
 from concepts import EventKind, Observation
-from noema import Mind
+from noema import ManualClock, Mind
 from noema.config import MindConfig, Settings, WritePolicy
 from noema.errors import ConfigError, PolicyViolation
+from noema.http.auth import Tokens
+from noema.integrations.recorder import NoemaRunRecorder
 from noema.memory.secrets import SecretFinding, find_secrets, redact_secrets
 from workspace import CycleReport
 
@@ -198,6 +202,10 @@ def test_look_alikes_are_not_secrets(text: str) -> None:
 # ---------------------------------------------------------------- the corpus (issue 14)
 
 GITLAB = "glpat-" + "x7Yq2Lm9" + "Pz4Rt6Wb8Nc1"
+# A key's random part without a digit: one of letters only, of both cases.
+LETTERS = "QxWvTzKjHbNm" + "RpLsDfGcYwXa" + "MnBvCzLkJhGf"
+OPENAI_LETTERS = "sk-proj-" + LETTERS
+HUGGINGFACE = "hf_" + LETTERS[:34]
 NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
 SENDGRID = (
     "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "wX7zA9cE1gI3kM5oQ7sU9" + "wY1aC3eG5iK7mO9qS1uW3y"
@@ -265,6 +273,18 @@ CREDENTIALS = [
     ),
     ("azure-storage-key", AZURE_KEY, "AZURE_STORAGE_ACCOUNT_KEY=<S>"),
     ("github-token", "ghp_" + GITHUB_BODY, "GH_TOKEN=<S> gh pr list"),
+    # Keys whose random body happens to hold no digit, and the prefixes beside them.
+    ("openai-key", "sk-proj-" + LETTERS, "use the project key <S> for evals"),
+    ("openai-key", "sk-" + LETTERS + "QwErTy", "OPENAI_API_KEY=<S>"),
+    ("openai-key", "sk-proj-" + LETTERS.lower(), "the key <S> works"),
+    ("openai-key", "sk-svcacct-" + LETTERS, "the service account's key: <S>"),
+    ("openai-key", "sk-admin-" + LETTERS, "admin key <S>, rotate it"),
+    ("openai-key", "sk-proj-" + LETTERS, "world prod-<S>"),
+    ("openai-key", "sk-proj-" + LETTERS, "tagged deploy_<S> in the log"),
+    ("anthropic-key", "sk-ant-" + LETTERS, "Claude calls use <S> now"),
+    ("huggingface-token", HUGGINGFACE, "HF_TOKEN=<S> huggingface-cli login"),
+    ("huggingface-token", "api_org_" + LETTERS[:34], "the org token <S> reads the models"),
+    ("npm-token", "npm_" + LETTERS.lower()[:36], "publish with <S> from CI"),
 ]
 
 # Ordinary text and code that looks like a credential: every false alarm of the first
@@ -327,6 +347,23 @@ LOOK_ALIKES = [
     "password: !vault |",
     "wifi_password: !secret wifi_password",
     "the password is 8-16 characters",
+    # Names beside the key prefixes: words, kebab- and camel-case, placeholders.
+    "sk-ButtonGroupPrimaryVariantLargeOutline",
+    "sk-PleaseReplaceWithYourOwnOpenAIKeyBeforeRunning",
+    "sk-HTTPServerConfigurationManagerForTheAPI",
+    "the sk-learn-compatible-estimator-interface-for-pipelines",
+    "team-sk-notes-for-the-quarterly-planning-meeting",
+    ".sk-circle-bounce-animation-delay-container-element { }",
+    "risk-assessment-for-the-quarterly-planning-cycle",
+    "disk-SomeVeryLongCamelCaseIdentifierNameHere",
+    "sk-proj-your-project-key-goes-here-when-you-have-it",
+    "a key looks like sk-" + "x" * 48,
+    "sk-proj-" + "X" * 40,
+    "hf_hub_download fetches one file of a repository",
+    "HF_HOME=/data/huggingface and api_org_settings",
+    "hf_YourHuggingFaceTokenGoesHereNowOk",
+    "use hf_" + "x" * 34 + " as the placeholder",
+    "glpat-DeployTokenForTheCIPipeline",
 ]
 
 
@@ -604,7 +641,7 @@ def test_the_command_line_refuses_a_credential_in_one_line(tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode == 2
-    assert done.stderr.startswith("noema: error: the text holds a credential (password)")
+    assert done.stderr.startswith("noema: error: content: the text holds a credential (password)")
     assert "hunter2" not in done.stderr and len(done.stderr.splitlines()) == 1
     stats = subprocess.run(
         [NOEMA, "--db", url, "stats", "--json"], capture_output=True, text=True, check=True
@@ -751,6 +788,7 @@ _TRIGGER_LITERALS = [
     *("secret", "token", "apikey", "key", "pass", "pwd", "authorization", "aws", "-----BEGIN"),
     *("AKIA", "ASIA", "ghp_", "gho_", "github_pat_", "glpat-", "npm_", "SG.", "hvs.", ":AA"),
     *("hooks.slack.com", "xoxb-", "sk-", "sk_", "rk_", "AIza", "eyJ", "://", "ſ", "ı", "K"),
+    *("hf_", "api_org_"),
 ]
 
 
@@ -768,3 +806,236 @@ def test_the_fast_trigger_lets_through_every_text_the_full_one_does(
     text = "".join(c.upper() if flip else c for c, flip in zip(text, itertools.cycle(upper)))
     if secrets._TRIGGER.search(text) is not None:
         assert secrets._may_hold_secret(text), text
+
+
+# ---------------------------------------------------------------- names: worlds
+
+# World paths holding a credential: a whole name, joined to a word, deeper in the path.
+SECRET_WORLDS = [
+    f"clients/{OPENAI_LETTERS}",
+    f"prod-{OPENAI_LETTERS}",
+    f"deploy-{AWS}",
+    "team/ci/ghp_" + GITHUB_BODY,
+    f"ml/{HUGGINGFACE}",
+    GITLAB,
+]
+
+
+def _world_state(mind: Mind) -> tuple[list[str], int, int]:
+    """What a refused write must leave unchanged: worlds, events, memories."""
+    return [w.path for w in mind.worlds()], len(mind.events(limit=10_000)), mind.stats()["total"]
+
+
+def _assert_refused_name(caught: pytest.ExceptionInfo[PolicyViolation], path: str) -> None:
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1 and "holds a credential" in message
+    assert caught.value.field in ("world", "path", "name"), message
+    assert "world" in message, message
+    for part in path.split("/"):
+        assert part not in message or part in ("clients", "team", "ci", "ml"), message
+
+
+def _world_writes(mind: Mind, path: str, memory_id: str) -> dict[str, Callable[[], object]]:
+    """Every method of the Python API that names a world, naming ``path``."""
+    return {
+        "create_world": lambda: mind.create_world(path),
+        "remember": lambda: mind.remember("the deploy notes", world=path),
+        "remember_many": lambda: mind.remember_many(
+            [{"content": "an ordinary note"}, {"content": "deploy notes", "world": path}]
+        ),
+        "supersede": lambda: mind.supersede(memory_id, "the deploy runs at noon", world=path),
+        "record_episode": lambda: mind.record_episode(task="deploy", outcome="success", world=path),
+        "record_episodes": lambda: mind.record_episodes(
+            [
+                {"task": "build", "outcome": "success"},
+                {"task": "deploy", "outcome": "failure", "world": path},
+            ]
+        ),
+        "observe": lambda: mind.observe("the deploy went fine", world=path),
+        "workspace": lambda: mind.workspace(world=path),
+        "rename_world": lambda: mind.rename_world("kept", path.rsplit("/", 1)[-1]),
+        "recorder": lambda: NoemaRunRecorder(mind, world=path),
+    }
+
+
+@pytest.mark.parametrize("secrets", ["refuse", "redact"])
+def test_a_world_named_with_a_credential_is_refused_by_every_method(
+    open_mind: Callable[..., Mind], secrets: str
+) -> None:
+    mind = _policy_mind(open_mind, secrets)
+    kept = mind.remember("the deploy runs at night", world="kept", key="deploy.time")
+    before = _world_state(mind)
+    for path in SECRET_WORLDS:
+        for method, write in _world_writes(mind, path, kept.id).items():
+            with pytest.raises(PolicyViolation) as caught:
+                write()
+            _assert_refused_name(caught, path)
+            assert _world_state(mind) == before, (method, path)
+    text = _stored_text(mind)
+    for path in SECRET_WORLDS:
+        assert path.rsplit("/", 1)[-1] not in text
+    assert mind.verify().ok
+
+
+def test_the_allow_policy_keeps_a_world_name_as_given_and_rename_takes_it_out(
+    open_mind: Callable[..., Mind],
+) -> None:
+    allowing = _policy_mind(open_mind, "allow", "names")
+    path = f"clients/{OPENAI_LETTERS}"
+    assert allowing.create_world(path).path == path
+    allowing.remember("the client's notes", world=path)
+    # The same mind under `refuse`: nothing more goes into that world, but it can be renamed.
+    refusing = _policy_mind(open_mind, "refuse", "names")
+    with pytest.raises(PolicyViolation, match=r"^world: .*openai-key"):
+        refusing.remember("more notes", world=path)
+    renamed = refusing.rename_world(path, "client-a")
+    assert renamed.path == "clients/client-a" and renamed.memories == 1
+    assert [w.path for w in refusing.worlds()] == ["", "clients", "clients/client-a"]
+    refusing.remember("more notes", world="clients/client-a")
+
+
+def test_a_world_named_with_a_credential_is_refused_on_the_command_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    path = f"clients/{OPENAI_LETTERS}"
+    for args in (["world", "create", path], ["remember", "notes", "--world", path]):
+        done = subprocess.run([NOEMA, "--db", url, *args], capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("noema: error: world: it holds a credential (openai-key)")
+        assert OPENAI_LETTERS not in done.stderr and len(done.stderr.splitlines()) == 1
+    listed = subprocess.run(
+        [NOEMA, "--db", url, "world", "list", "--json"], capture_output=True, text=True, check=True
+    )
+    assert [w["path"] for w in json.loads(listed.stdout)] == [""]
+
+
+@pytest.mark.parametrize("secrets", ["refuse", "redact"])
+def test_a_world_named_with_a_credential_is_refused_over_rest(
+    store_url: str, clock: ManualClock, secrets: str
+) -> None:
+    config = MindConfig(policy=WritePolicy(secrets=secrets))  # type: ignore[arg-type]
+    mind = Mind.open(store_url, "ada", clock=clock, config=config)
+    live = Live({"ada": mind}, Tokens({"token-for-ada-only-0123456789": ["ada"]}))
+    try:
+        api = Api(live, "token-for-ada-only-0123456789")
+        api.ok("create_world", mind="ada", json={"path": "kept"})
+        before = counts(api, "ada"), api.ok("list_worlds", mind="ada")
+        for path in SECRET_WORLDS:
+            name = path.rsplit("/", 1)[-1]
+            for route, body, field in (
+                ("create_world", {"path": path}, "path"),
+                ("remember", {"content": "deploy notes", "world": path}, "world"),
+                (
+                    "record_episode",
+                    {"task": "deploy", "outcome": "success", "world": path},
+                    "world",
+                ),
+                ("rename_world", {"path": "kept", "name": name}, "name"),
+            ):
+                error = api.error(route, 422, mind="ada", json=body)
+                assert error["field"] == field, (route, error)
+                assert "holds a credential" in error["error"] and name not in error["error"]
+            # Moving and linking name no new world: one that is not there is not found.
+            api.error("move_world", 404, mind="ada", json={"path": "kept", "parent": path})
+            api.error("link_worlds", 404, mind="ada", json={"src": "kept", "dst": path})
+            assert (counts(api, "ada"), api.ok("list_worlds", mind="ada")) == before
+    finally:
+        live.stop()
+        mind.close()
+    check = Mind.open(store_url, "ada", clock=clock)
+    try:
+        text = _stored_text(check)
+        assert not any(path.rsplit("/", 1)[-1] in text for path in SECRET_WORLDS)
+    finally:
+        check.close()
+
+
+@pytest.mark.parametrize("secrets", ["refuse", "redact"])
+def test_a_world_named_with_a_credential_is_refused_over_mcp(
+    open_mind: Callable[..., Mind], secrets: str
+) -> None:
+    mind = _policy_mind(open_mind, secrets)
+    mind.create_world("kept")
+    before = _world_state(mind)
+
+    async def script(session: Session) -> None:
+        for path in SECRET_WORLDS:
+            name = path.rsplit("/", 1)[-1]
+            for tool, arguments in (
+                ("create_world", {"path": path}),
+                ("remember", {"content": "deploy notes", "world": path}),
+                ("record_episode", {"task": "deploy", "outcome": "success", "world": path}),
+                ("rename_world", {"path": "kept", "name": name}),
+            ):
+                text = await session.error(tool, **arguments)
+                assert "world" in text and "holds a credential" in text, text
+                assert name not in text and len(text.splitlines()) == 1, text
+            await session.error("move_world", path="kept", parent=path)
+            await session.error("link_worlds", src="kept", dst=path)
+
+    drive(mind, script)
+    assert _world_state(mind) == before
+    assert not any(path.rsplit("/", 1)[-1] in _stored_text(mind) for path in SECRET_WORLDS)
+
+
+# ---------------------------------------------------------------- episodes' fields
+
+EPISODE_FIELDS = [
+    ("role", {"role": f"ops-{AWS}"}),
+    ("agent", {"agent": OPENAI_LETTERS}),
+    ("approach", {"approach": f"deploy with {HUGGINGFACE}"}),
+    ("actions", {"actions": [{"tool": f"deploy-{AWS}"}]}),
+    ("actions", {"actions": [{"tool": "shell", "arguments": f"export TOKEN={GITLAB}"}]}),
+    ("learnings", {"learnings": [f"the key {AWS} still works"]}),
+    ("artifacts", {"artifacts": [f"{OPENAI_LETTERS}"]}),
+    ("run", {"run": f"run-{AWS}"}),
+    ("tags", {"tags": [f"key:{AWS}"]}),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "fields"), EPISODE_FIELDS, ids=[f"{i}-{f}" for i, (f, _) in enumerate(EPISODE_FIELDS)]
+)
+def test_an_episode_field_holding_a_credential_is_refused_by_name(
+    open_mind: Callable[..., Mind], field: str, fields: dict[str, object]
+) -> None:
+    mind = _policy_mind(open_mind, "refuse")
+    with pytest.raises(PolicyViolation) as caught:
+        mind.record_episode(task="deploy the app", outcome="success", **fields)
+    message = str(caught.value)
+    assert message.startswith(f"episode: {field}: the text holds a credential"), message
+    assert caught.value.field == field and len(message.splitlines()) == 1
+    assert AWS not in message and LETTERS not in message
+    assert mind.events() == [] and mind.stats()["total"] == 0
+
+
+def test_the_redact_policy_stores_an_episode_only_if_it_stays_an_episode(
+    open_mind: Callable[..., Mind],
+) -> None:
+    mind = _policy_mind(open_mind, "redact")
+    record = mind.record_episode(
+        task=f"deploy with {AWS}",
+        outcome="success",
+        agent=OPENAI_LETTERS,
+        actions=[{"tool": "shell", "arguments": f"export TOKEN={GITLAB}"}],
+    )
+    assert record.episode.agent == "[REDACTED:openai-key]"
+    assert record.episode.task == "deploy with [REDACTED:aws-access-key]"
+    assert record.episode.actions[0].arguments == "export TOKEN=[REDACTED:gitlab-token]"
+    created = mind.events(memory_id=record.id, kinds=[EventKind.MEMORY_CREATED])[0]
+    assert set(created.payload["redacted"]) == {"aws-access-key", "openai-key", "gitlab-token"}
+    assert [p.name for p in mind.episode_stats().agents] == ["[REDACTED:openai-key]"]
+    before = len(mind.events())
+    # A role of 48 characters (the most a role holds) would outgrow it once redacted:
+    # refused, rather than stored and then failing every read of the episodes.
+    role = "r" * (48 - len(AWS)) + AWS
+    with pytest.raises(PolicyViolation) as caught:
+        mind.record_episode(task="deploy", outcome="success", role=role)
+    message = str(caught.value)
+    assert message.startswith("episode: role: the text holds a credential (aws-access-key)")
+    assert "cannot be redacted" in message and AWS not in message
+    assert caught.value.field == "role" and len(message.splitlines()) == 1
+    assert len(mind.events()) == before
+    assert [r.id for r in mind.episodes()] == [record.id]
+    text = _stored_text(mind)
+    assert not any(secret in text for secret in (AWS, LETTERS, GITLAB))
+    assert mind.verify().ok

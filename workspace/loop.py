@@ -38,7 +38,7 @@ from noema.embeddings import Embedder
 from noema.errors import InvalidInput, PolicyViolation
 from noema.memory.engine import Engine
 from noema.memory.events import EventLog
-from noema.memory.policy import apply_secret_policy, secret_kinds
+from noema.memory.policy import apply_secret_policy, screen_name, secret_kinds
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
 from workspace.context import Percept, ProcessContext
@@ -99,6 +99,10 @@ class Workspace:
         attention: the competition's weights, threshold and capacity.
         timeout: seconds a hook may take before it counts as failed.
         max_failures: failures after which a process is quarantined.
+        world: the path of the world it runs in (``""``: the root).
+
+    Raises:
+        PolicyViolation: ``world`` holds a credential and the write policy does not allow them.
     """
 
     def __init__(
@@ -116,6 +120,8 @@ class Workspace:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
             raise InvalidInput(f"processes: names must be unique, got {names}")
+        # What it attends to is remembered in ``world``: refused now, not at the first write.
+        screen_name(world, engine.config.policy, what="world", field="world")
         self._engine = engine
         self.ctx = ProcessContext.create(
             engine, chat_model=chat_model, embedder=embedder, world=world

@@ -77,6 +77,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.prompt_values import PromptValue
 from pydantic import BaseModel, ValidationError
 
+from concepts import Channel
 from concepts.episodes import (
     MAX_ACTIONS,
     MAX_EPISODE_TEXT,
@@ -91,6 +92,7 @@ from concepts.episodes import (
 )
 from concepts.models import MAX_TAGS, normalise_content
 from noema.errors import InvalidInput, from_validation
+from noema.memory.episodes import as_input
 from noema.mind import Mind
 
 __all__ = ["NoemaRunRecorder", "Rate"]
@@ -159,6 +161,8 @@ class NoemaRunRecorder(BaseCallbackHandler):
 
     Raises:
         InvalidInput: On construction, for the first bad field.
+        PolicyViolation: On construction, when the mind's write policy refuses a
+            field (a credential in ``world``, or in any field under ``refuse``).
     """
 
     raise_error = False
@@ -199,6 +203,10 @@ class NoemaRunRecorder(BaseCallbackHandler):
             own = len(episode_tags(sample))
         except ValueError as exc:
             raise InvalidInput(f"recorder: {exc}", field="tags") from None
+        # A field the write policy refuses (a credential in the world, or in the agent
+        # under ``refuse``) would make every run's episode an error: say so now.
+        item = as_input(sample, channel=Channel.TOOL, what="recorder:", policy=mind.config.policy)
+        mind.check_policy([item], labels=["recorder"])
         self.mind = mind
         self.role = sample.role
         self.agent = sample.agent

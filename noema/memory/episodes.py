@@ -44,10 +44,11 @@ from concepts.episodes import (
     render,
 )
 from concepts.models import Link
-from noema.config import EpisodeConfig
-from noema.errors import InvalidInput, NotFound, from_validation
+from noema.config import EpisodeConfig, WritePolicy
+from noema.errors import InvalidInput, NotFound, PolicyViolation, from_validation
 from noema.memory.beta import beta_quantile
 from noema.memory.engine import Engine
+from noema.memory.policy import screen_name, screen_value, value_kinds
 from noema.memory.worlds import load_tree
 from noema.storage import ops
 
@@ -76,12 +77,28 @@ MAX_SOURCES = 50
 QUOTED_TASKS = 3
 
 
-def as_input(episode: Episode, *, channel: Channel | str, what: str = "episode:") -> MemoryInput:
+def as_input(
+    episode: Episode,
+    *,
+    channel: Channel | str,
+    what: str = "episode:",
+    policy: WritePolicy | None = None,
+) -> MemoryInput:
     """The memory an episode is stored as.
+
+    ``policy``: the mind's write policy. The reconciler applies it to the memory
+    too; here it is applied to the episode, so a refusal names the episode's
+    field (``episode: agent: ...``), and an episode that redaction would leave
+    invalid (a role grown past its limit, which every read of it would fail on)
+    is refused rather than stored.
 
     Raises:
         InvalidInput: it is too large for a memory, or carries too many tags.
+        PolicyViolation: a field holds a credential the policy refuses (a world's
+            path: unless it allows them), or one it cannot redact.
     """
+    if policy is not None:
+        _screen(episode, policy, what)
     try:
         return MemoryInput(
             content=render(episode),
@@ -100,6 +117,31 @@ def as_input(episode: Episode, *, channel: Channel | str, what: str = "episode:"
         if isinstance(exc, ValidationError):
             raise from_validation(exc, what=what) from None
         raise InvalidInput(f"{what} {exc}", field="tags") from None
+
+
+def _screen(episode: Episode, policy: WritePolicy, what: str) -> None:
+    """Apply the write policy to ``episode``'s fields, naming the one refused."""
+    if policy.secrets == "allow":
+        return
+    screen_name(episode.world, policy, what=f"{what} world", field="world")
+    stored = episode.stored()
+    if policy.secrets == "refuse":
+        for name, value in [*stored.items(), ("tags", list(episode.tags))]:
+            screen_value(value, policy, what=f"{what} {name}", field=name)
+        return
+    if not (kinds := value_kinds(stored)):
+        return
+    try:  # what the memory's payload will hold must read back as an episode
+        Episode.model_validate(screen_value(stored, policy, what=what))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        problem = first["msg"].removeprefix("Value error, ")
+        raise PolicyViolation(
+            f"{what} {field or 'episode'}: the text holds a credential ({', '.join(kinds)}) "
+            f"that cannot be redacted ({problem}); remove it",
+            field=field,
+        ) from None
 
 
 def is_episode(memory: Memory) -> bool:

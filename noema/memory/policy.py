@@ -3,11 +3,12 @@
 Records (memories, observations): the content, the summary, the key, the tags
 and every string in the payload, its keys included. Free text added to a
 record (a retraction's reason, a feedback note, an edge's source) goes through
-``screen_text``; a mind's name through ``screen_name``; what is only logged
-(a recall's query) through ``loggable``. ``refuse`` raises ``PolicyViolation``
-naming the kind of credential (never the credential); ``redact`` replaces each
-one with ``[REDACTED:<kind>]`` and returns the kinds, which the caller records;
-``allow`` stores text as it is.
+``screen_text``; a name (a mind's, a world's path or name) through
+``screen_name``; what is only logged (a recall's query) through ``loggable``.
+``refuse`` raises ``PolicyViolation`` naming the field and the kind of
+credential (never the credential); ``redact`` replaces each one with
+``[REDACTED:<kind>]`` and returns the kinds, which the caller records, except in
+a name, which it refuses as ``refuse`` does; ``allow`` stores text as it is.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def apply_secret_policy(record: M, policy: WritePolicy, *, what: str = "") -> tu
     if not kinds:
         return record, []
     if policy.secrets == "refuse":
-        raise _refusal(what, kinds, field=_holding(record))
+        raise _record_refusal(what, kinds, _holding(record))
     fields = {name: _redacted(getattr(record, name)) for name in _FIELDS if hasattr(record, name)}
     try:
         return record.model_validate({**record.model_dump(), **fields}), kinds
@@ -108,6 +109,11 @@ def _refusal(what: str, kinds: list[str], *, field: str | None = None) -> Policy
     )
 
 
+def _record_refusal(what: str, kinds: list[str], field: str | None) -> PolicyViolation:
+    """The refusal of a record, naming the field that holds the credential."""
+    return _refusal(f"{what}{field}: " if field else what, kinds, field=field)
+
+
 def _kinds(text: str) -> list[str]:
     return value_kinds(text)
 
@@ -125,8 +131,10 @@ def screen_text(text: str, policy: WritePolicy, *, what: str) -> str:
     return redact_secrets(text)[0]
 
 
-def screen_value(value: Any, policy: WritePolicy, *, what: str) -> Any:
+def screen_value(value: Any, policy: WritePolicy, *, what: str, field: str | None = None) -> Any:
     """A JSON value added to a record (a plugin event's payload), as the policy lets it be stored.
+
+    ``what`` begins the message; ``field`` is the field the error names (``what`` if unset).
 
     Raises:
         PolicyViolation: the policy refuses credentials and a string in ``value`` holds one.
@@ -134,18 +142,34 @@ def screen_value(value: Any, policy: WritePolicy, *, what: str) -> Any:
     if policy.secrets == "allow" or not (kinds := value_kinds(value)):
         return value
     if policy.secrets == "refuse":
-        raise _refusal(f"{what}: ", kinds, field=what)
+        raise _refusal(f"{what}: ", kinds, field=field or what)
     return _redacted(value)
 
 
-def screen_name(name: str, policy: WritePolicy) -> str:
-    """A mind's name: refused when it holds a credential, unless the policy allows them.
+def screen_name(
+    name: str, policy: WritePolicy, *, what: str = "mind name", field: str = "mind"
+) -> str:
+    """A name (a mind's, a world's path): refused when it holds a credential, unless allowed.
 
-    A name cannot be redacted: it is how the mind is found again.
+    Refused under ``redact`` as under ``refuse``: a name is how its mind or world
+    is found again, so a redacted one would name something else (two worlds
+    named after two keys would become one), and ``[REDACTED:<kind>]`` is no
+    world name at all.
+
+    Args:
+        name: The name, or a world's path.
+        policy: The write policy.
+        what: What the message calls it (``"world"``, ``"item 2: world"``).
+        field: The field the error names.
+
+    Raises:
+        PolicyViolation: ``name`` holds a credential and the policy does not allow them.
     """
     if policy.secrets != "allow" and (kinds := _kinds(name)):
         raise PolicyViolation(
-            f"mind name: it holds a credential ({', '.join(kinds)})", field="mind"
+            f"{what}: it holds a credential ({', '.join(kinds)}); choose a name without one "
+            "(a name is never redacted: it is how it is found again)",
+            field=field,
         )
     return name
 

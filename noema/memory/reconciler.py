@@ -46,7 +46,7 @@ from noema.memory.detect import detect
 from noema.memory.entities import extract_entities
 from noema.memory.events import EventLog
 from noema.memory.keys import expand_keys
-from noema.memory.policy import apply_secret_policy, screen_text
+from noema.memory.policy import apply_secret_policy, screen_name, screen_text
 from noema.memory.worlds import load_tree, resolve_worlds
 from noema.storage import Session, Storage, ops
 
@@ -160,7 +160,11 @@ class Reconciler:
         force: bool,
         labels: Sequence[str] | None = None,
     ) -> None:
-        """Refuse, before any write, what the write policy does not allow."""
+        """Refuse, before any write, what the write policy does not allow.
+
+        A credential in an item's world is refused under ``redact`` too: the path
+        names the world, and a redacted one would name another.
+        """
         policy = self.config.policy
         threshold = policy.min_confidence
         for index, item in enumerate(items):
@@ -170,6 +174,7 @@ class Reconciler:
                 where = f"item {index + 1}: " if len(items) > 1 else ""
             if policy.secrets == "refuse":  # ``force`` lowers the bar of confidence only
                 apply_secret_policy(item, policy, what=where)
+            screen_name(item.world, policy, what=f"{where}world", field="world")
             if item.confidence < threshold and not force:
                 raise PolicyViolation(
                     f"{where}confidence {item.confidence} is below the write policy's "

@@ -20,7 +20,11 @@ Kinds:
   ``sendgrid-key`` (``SG.<id>.<secret>``), ``vault-token`` (``hvs.``, ``hvb.``, ``hvr.``)
   and ``telegram-bot-token`` (``<bot id>:AA<33 characters>``).
 - ``slack-token`` (``xoxb-``, ``xoxp-``, ...) and ``slack-webhook`` URLs.
-- ``anthropic-key`` (``sk-ant-``) and ``openai-key`` (``sk-``, ``sk-proj-``).
+- ``anthropic-key`` (``sk-ant-``), ``openai-key`` (``sk-``, ``sk-proj-``) and
+  ``huggingface-token`` (``hf_``, ``api_org_``), also joined to a name by ``-`` or
+  ``_`` (``prod-sk-proj-...``). A body need not hold a digit: one of letters only is
+  a key when it looks random (both cases, not as words run together, or a run of
+  letters too long for a word), so ``sk-this-is-a-long-kebab-case-name`` is not one.
 - ``google-api-key`` (``AIza``) and ``stripe-key`` (``sk_live_``, ``rk_live_``, ``sk_test_``).
 - ``azure-storage-key``: the ``AccountKey=`` of a storage connection string, or the value
   of an ``account_key`` label.
@@ -178,6 +182,16 @@ _BARE_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+_.-])[A-Za-z0-9/+]{40}(?![A-Za-z
 # Capitalised or lowercase words and numbers run together (`Acme2024`, `QuarterlyReports`);
 # the lookaheads make each a longest run, so there is one parse.
 _WORDY = re.compile(r"(?:[A-Z]?[a-z]{2,}(?![a-z])|[0-9]+(?![0-9]))+")
+# A run of letters of one case longer than words are ("internationalization" is 20).
+_ONE_CASE_RUN = re.compile(r"[a-z]{24,}|[A-Z]{24,}")
+# Words run together, capitalised or as acronyms (`ReplaceWithYourOpenAIKey`): a word
+# has a vowel, an acronym up to five capitals. Each alternative starts where no other
+# can and has one length, so there is one parse.
+_CAMEL_WORDS = re.compile(
+    r"(?:(?=[AEIOUY]|[A-Z]?[a-z]*[aeiouy])[A-Z]?[a-z]{2,}(?![a-z])"
+    r"|[A-Z]{2,5}(?=[A-Z][a-z])|[A-Z]{2,5}$)+"
+)
+_PARTS = re.compile(r"[-_.]")
 _TRAILING_PUNCTUATION = ".,;:)]}"
 _PROSE_TRAILING_PUNCTUATION = ".,;:!?)]}"
 
@@ -210,9 +224,20 @@ def _is_fake(value: str) -> bool:
 
 
 def _looks_random(value: str) -> bool:
-    """A digit, or both cases: a random token, not a kebab-case name like `glpat-for-ci`."""
-    return any(c.isdigit() for c in value) or (
-        any(c.isupper() for c in value) and any(c.islower() for c in value)
+    """A random token, not a name like `glpat-for-ci` or `sk-ButtonGroupLarge`.
+
+    A digit; or, in a part between `-`, `_` or `.`, both cases not as capitalised
+    words run together; or a run of one case too long for a word. A random part
+    may lack a digit (a 20-character one about once in 30; Hugging Face tokens
+    are letters only).
+    """
+    if any(c.isdigit() for c in value) or _ONE_CASE_RUN.search(value) is not None:
+        return True
+    return any(
+        _CAMEL_WORDS.fullmatch(part) is None
+        and any(c.isupper() for c in part)
+        and any(c.islower() for c in part)
+        for part in _PARTS.split(value)
     )
 
 
@@ -404,8 +429,13 @@ _TABLE: tuple[tuple[str, str, _Spanner | None], ...] = (
         None,
     ),
     ("slack-token", r"(?<![A-Za-z0-9-])xox[baprs]-[A-Za-z0-9-]{10,}", _has_digit_span),
-    ("anthropic-key", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{32,}", _has_digit_span),
-    ("openai-key", r"(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{32,}", _has_digit_span),
+    ("anthropic-key", r"(?<![A-Za-z0-9])sk-ant-(?P<body>[A-Za-z0-9_-]{32,})", _random_span),
+    ("openai-key", r"(?<![A-Za-z0-9])sk-(?!ant-)(?P<body>[A-Za-z0-9_-]{32,})", _random_span),
+    (
+        "huggingface-token",
+        r"(?<![A-Za-z0-9])(?:hf_|api_org_)(?P<body>[A-Za-z]{34})(?![A-Za-z0-9_])",
+        _random_span,
+    ),
     (
         "google-api-key",
         r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])",
@@ -453,7 +483,7 @@ _PATTERNS = tuple((kind, re.compile(pattern), check) for kind, pattern, check in
 _TRIGGER = re.compile(
     r"(?i:secret|token|apikey|key|pass|pwd|authorization|aws)"
     r"|-----BEGIN|AKIA|ASIA|gh[pousr]_|github_pat_|gl[a-z]{1,4}-|npm_|SG\.|hv[sbr]\.|:AA"
-    r"|hooks\.slack\.com|xox[baprs]-|sk-|[sr]k_|AIza|eyJ|://"
+    r"|hooks\.slack\.com|xox[baprs]-|sk-|[sr]k_|hf_|api_org_|AIza|eyJ|://"
 )
 # For ASCII text, the same test as plain substring tests on the lower-cased text,
 # about twice as fast. Lower-casing lets the case-sensitive literals match in any
@@ -461,7 +491,7 @@ _TRIGGER = re.compile(
 _ASCII_TRIGGER_WORDS = (
     *("secret", "token", "key", "pass", "pwd", "authorization", "aws", "-----begin"),
     *("akia", "asia", "github_pat_", "npm_", "sg.", ":aa", "hooks.slack.com", "sk-"),
-    *("k_", "aiza", "eyj", "://"),
+    *("k_", "hf_", "api_org_", "aiza", "eyj", "://"),
 )
 _ASCII_TRIGGER = re.compile(r"gh[pousr]_|gl[a-z]{1,4}-|hv[sbr]\.|xox[baprs]-")
 

@@ -6,7 +6,10 @@ Every memory belongs to one world (``Memory.world``, a world id; the root is
 from a world in scope reaches it, and then its memories come with the number of
 links followed (the ``link`` component discounts them by ``LINK_FACTOR`` per hop).
 Renaming or moving a world changes the tree, never a memory row: memories hold
-ids, paths are derived.
+ids, paths are derived. A world's name is screened by the write policy where it
+is given (``create``, ``rename``, and a memory's world in the reconciler's
+policy check): one holding a credential is refused unless the policy allows
+them, never redacted, since the path is how the world is found.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from concepts import (
     world_names,
 )
 from noema.clock import Clock
+from noema.config import MindConfig
 from noema.errors import InvalidInput, NotFound
 from noema.ids import new_id
 from noema.memory.events import EventLog
+from noema.memory.policy import screen_name
 from noema.storage import Session, Storage, ops
 
 __all__ = [
@@ -165,6 +170,7 @@ def resolve_worlds(
     """Each of ``paths`` to its world id, creating the worlds that are missing.
 
     Creations are staged in ``session`` and logged (``world_created``) in ``log``.
+    The caller has screened ``paths`` with the write policy.
     """
     wanted = sorted({normalise_world_path(p) for p in paths})
     if wanted == [ROOT_WORLD] or not wanted:
@@ -204,10 +210,11 @@ def resolve_worlds(
 class Worlds:
     """Creates, renames, moves, links and lists the worlds of one mind."""
 
-    def __init__(self, storage: Storage, mind: MindInfo, clock: Clock) -> None:
+    def __init__(self, storage: Storage, mind: MindInfo, clock: Clock, config: MindConfig) -> None:
         self.storage = storage
         self.mind = mind
         self.clock = clock
+        self.config = config
 
     def tree(self) -> WorldTree:
         """The mind's worlds as they stand."""
@@ -230,7 +237,12 @@ class Worlds:
         return tree.info(tree.get(path), counts)
 
     def create(self, path: str) -> WorldInfo:
-        """The world at ``path``, created (with any missing parent) if it is not there."""
+        """The world at ``path``, created (with any missing parent) if it is not there.
+
+        Raises:
+            PolicyViolation: ``path`` holds a credential and the write policy does not allow them.
+        """
+        screen_name(path, self.config.policy, what="world", field="path")
         with self.storage.transaction() as session:
             now = self.clock.now()
             log = EventLog(self.mind.id, now)
@@ -239,8 +251,13 @@ class Worlds:
         return self.show(path)
 
     def rename(self, path: str, name: str) -> WorldInfo:
-        """Give the world at ``path`` a new ``name`` under the same parent."""
+        """Give the world at ``path`` a new ``name`` under the same parent.
+
+        Raises:
+            PolicyViolation: ``name`` holds a credential and the write policy does not allow them.
+        """
         (name,) = _one_name(name)
+        screen_name(name, self.config.policy, what="world name", field="name")
         with self.storage.transaction() as session:
             tree = load_tree(session, self.mind.id)
             world = self._stored(tree, path)
