@@ -3,6 +3,7 @@
     python -m benchmarks.detect                          # the labelled pairs
     python -m benchmarks.detect --locomo                 # and LoCoMo's turns, written in order
     python -m benchmarks.detect --locomo --show 40       # and 40 of its proposals, drawn at random
+    python -m benchmarks.detect --locomo --vectors /tmp/locomo-e5.npz   # embed the turns once
 
 **Labelled pairs** (``benchmarks/data/detect_pairs.jsonl``, one JSON object a
 line): ``old`` and ``new`` are two texts written one after the other, ``conflict``
@@ -19,7 +20,9 @@ benchmark stores them (episodic observations ``"<speaker>: <text>"`` recorded at
 their session's date-time), are written one by one, in order, into a fresh mind
 with detection on (and the default embedder, so the vector lane finds
 candidates and the cosine rules apply; ``--locomo-embedder none`` for the words
-alone); the staged proposals are counted by rule and relation.
+alone; one e5 call per turn takes about a second on a busy 2-core machine, so
+``--vectors FILE`` embeds all turns once, in batches, and keeps them there for
+the next run); the staged proposals are counted by rule and relation.
 ``--show N`` prints N of them drawn with a fixed seed (all when fewer), both
 texts and the evidence, to be read and judged.
 """
@@ -40,7 +43,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.locomo import DEFAULT_DATA, load
+import numpy as np
+
+from benchmarks.locomo import DEFAULT_DATA, Conversation, load
 from benchmarks.storage import machine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -154,17 +159,80 @@ def report_pairs(pairs: Sequence[Pair], flags: Sequence[bool]) -> list[str]:
     return lines
 
 
-def locomo_proposals(data: Path, *, embedder: str = "auto") -> list[dict[str, Any]]:
-    """The proposals LoCoMo's turns stage when written one by one, in order."""
+class CachedEmbeddings:
+    """An embedder's document vectors, kept in a file: runs that write the same texts
+    embed each once, in batches (one text at a time, e5 takes about a second a turn
+    on a busy 2-core machine; the vectors are the same either way)."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.rows: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path) as saved:
+                self.rows = dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+
+    def warm(self, texts: Sequence[str], batch: int = 32, *, progress: bool = True) -> None:
+        """Embed the texts not held yet, ``batch`` at a time, and save them all."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self.rows))
+        for start in range(0, len(missing), batch):
+            chunk = missing[start : start + batch]
+            self.rows.update(zip(chunk, self.inner.encode_documents(chunk), strict=True))
+            if progress:
+                print(f"embedded {start + len(chunk)} of {len(missing)}", file=sys.stderr)
+        if missing:
+            texts_held = list(self.rows)
+            np.savez(
+                self.path,
+                texts=np.array(texts_held, dtype=str),
+                vectors=np.stack([self.rows[t] for t in texts_held]),
+            )
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        # A text the cache lacks (the write path may normalise a turn) is embedded here.
+        self.warm([t for t in texts if t not in self.rows], progress=False)
+        return np.stack([self.rows[t] for t in texts])
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return np.asarray(self.inner.encode_query(text))
+
+
+def _embedder(name: str, cache: Path | None, conversations: Sequence[Conversation]) -> Any:
+    """The embedder named ``name``, its document vectors cached in ``cache`` when given."""
+    from noema.embeddings import Embedder, dated_text, load_embedder
+
+    embedder = load_embedder(name)
+    if cache is None or embedder is None:
+        return embedder if embedder is not None else "none"
+    cached = CachedEmbeddings(embedder.embeddings, cache)
+    cached.warm(
+        [
+            dated_text(t.content, t.at) if embedder.dated else t.content
+            for conv in conversations
+            for t in conv.turns
+        ]
+    )
+    return Embedder(embedder.model, cached, dated=embedder.dated)
+
+
+def locomo_proposals(
+    data: Path, *, embedder: str = "auto", cache: Path | None = None
+) -> list[dict[str, Any]]:
+    """The proposals LoCoMo's turns stage when written one by one, in order.
+
+    ``cache``: a file (``.npz``) keeping the embedder's vectors of the turns.
+    """
     from noema import Mind
     from noema.clock import ManualClock
 
+    conversations = load(data)
+    chosen = _embedder(embedder, cache, conversations)
     found: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for conv in load(data):
+        for conv in conversations:
             clock = ManualClock(conv.turns[0].at)
             url = f"sqlite:///{tmp}/{conv.sample_id}.db"
-            with Mind.open(url, conv.sample_id, clock=clock, embedder=embedder) as mind:
+            with Mind.open(url, conv.sample_id, clock=clock, embedder=chosen) as mind:
                 content: dict[str, str] = {}
                 for turn in conv.turns:
                     if turn.at > clock.now():
@@ -173,8 +241,6 @@ def locomo_proposals(data: Path, *, embedder: str = "auto") -> list[dict[str, An
                         turn.content, kind="episodic", epistemic="observation", at=turn.at
                     )
                     content[memory.id] = turn.content
-                if embedder != "none":
-                    mind.wait_for_embeddings()
                 staged = mind.proposals()
                 print(
                     f"{conv.sample_id}: {len(conv.turns)} turns, {len(staged)} proposals",
@@ -220,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--locomo-embedder", default="auto", help="for LoCoMo (default auto: the default e5)"
     )
+    parser.add_argument(
+        "--vectors", type=Path, help="keep LoCoMo's turn vectors in this .npz (embed once)"
+    )
     args = parser.parse_args(argv)
     if args.locomo and not args.data.is_file():
         print(f"detect: data file not found: {args.data} (pass --data PATH)", file=sys.stderr)
@@ -233,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"({time.perf_counter() - started:.1f} s)")
     if args.locomo:
         started = time.perf_counter()
-        found = locomo_proposals(args.data, embedder=args.locomo_embedder)
+        found = locomo_proposals(args.data, embedder=args.locomo_embedder, cache=args.vectors)
         turns = sum(len(c.turns) for c in load(args.data))
         print("\n".join(report_locomo(found, turns, args.show)))
         print(f"({time.perf_counter() - started:.1f} s)")
