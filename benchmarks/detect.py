@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.locomo import DEFAULT_DATA, Conversation, load
+from benchmarks.locomo import DEFAULT_DATA, load
 from benchmarks.storage import machine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,22 +100,27 @@ def load_pairs(path: Path = PAIRS) -> list[Pair]:
     return pairs
 
 
-def detected(pairs: Sequence[Pair], *, embedder: str = "none") -> list[bool]:
-    """For each pair, whether writing it stages a conflict from the second text to the first."""
+def detected(
+    pairs: Sequence[Pair], *, embedder: str = "none", cache: Path | None = None
+) -> list[bool]:
+    """For each pair, whether writing it stages a conflict from the second text to the first.
+
+    ``cache``: a file (``.npz``) keeping the embedder's vectors of the texts.
+    """
     from noema import Mind
     from noema.clock import ManualClock
 
+    texts = [(p.old, START) for p in pairs] + [(p.new, START + GAP) for p in pairs]
+    chosen = _embedder(embedder, cache, texts) if embedder != "none" else "none"
     flags = []
     with tempfile.TemporaryDirectory() as tmp:
         for number, pair in enumerate(pairs):
             clock = ManualClock(START)
             url = f"sqlite:///{tmp}/{number}.db"
-            with Mind.open(url, "pairs", clock=clock, embedder=embedder) as mind:
+            with Mind.open(url, "pairs", clock=clock, embedder=chosen) as mind:
                 old = mind.remember(pair.old, kind=pair.kind)
                 clock.advance(GAP)
                 new = mind.remember(pair.new, kind=pair.kind)
-                if embedder != "none":
-                    mind.wait_for_embeddings()
                 flags.append(
                     any(
                         edge.src == new.id
@@ -197,21 +202,16 @@ class CachedEmbeddings:
         return np.asarray(self.inner.encode_query(text))
 
 
-def _embedder(name: str, cache: Path | None, conversations: Sequence[Conversation]) -> Any:
-    """The embedder named ``name``, its document vectors cached in ``cache`` when given."""
+def _embedder(name: str, cache: Path | None, items: Sequence[tuple[str, datetime]]) -> Any:
+    """The embedder named ``name``; with ``cache``, the vectors of ``items`` (content,
+    date) are embedded in batches first and kept there."""
     from noema.embeddings import Embedder, dated_text, load_embedder
 
     embedder = load_embedder(name)
     if cache is None or embedder is None:
         return embedder if embedder is not None else "none"
     cached = CachedEmbeddings(embedder.embeddings, cache)
-    cached.warm(
-        [
-            dated_text(t.content, t.at) if embedder.dated else t.content
-            for conv in conversations
-            for t in conv.turns
-        ]
-    )
+    cached.warm([dated_text(text, at) if embedder.dated else text for text, at in items])
     return Embedder(embedder.model, cached, dated=embedder.dated)
 
 
@@ -226,7 +226,8 @@ def locomo_proposals(
     from noema.clock import ManualClock
 
     conversations = load(data)
-    chosen = _embedder(embedder, cache, conversations)
+    turns = [(t.content, t.at) for conv in conversations for t in conv.turns]
+    chosen = _embedder(embedder, cache, turns)
     found: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for conv in conversations:
@@ -289,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--vectors", type=Path, help="keep LoCoMo's turn vectors in this .npz (embed once)"
     )
+    parser.add_argument(
+        "--pair-vectors", type=Path, help="keep the pairs' vectors in this .npz (embed once)"
+    )
     args = parser.parse_args(argv)
     if args.locomo and not args.data.is_file():
         print(f"detect: data file not found: {args.data} (pass --data PATH)", file=sys.stderr)
@@ -297,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{command.strip()}\n{machine()}, {datetime.now(UTC):%Y-%m-%d}")
     pairs = load_pairs(args.pairs)
     started = time.perf_counter()
-    flags = detected(pairs, embedder=args.embedder)
+    flags = detected(pairs, embedder=args.embedder, cache=args.pair_vectors)
     print("\n".join(report_pairs(pairs, flags)))
     print(f"({time.perf_counter() - started:.1f} s)")
     if args.locomo:
