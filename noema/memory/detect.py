@@ -66,7 +66,19 @@ template words. Rules 2 and 3 also need, in both sentences:
 - the differing values after the subject: after a shared subject word, and not
   right after the sentence's first subject word, which a value there names
   ("Room 101 is on floor 3", "Server 4 is down"); a personal pronoun heads a
-  subject too ("We have 3 open incidents");
+  subject too ("We have 3 open incidents"). A number that is an index, a
+  counter or an id is not a value: it tells *which* thing, so a pair differing
+  there is about two things. Hence no differing value before the sentence's
+  first known verb (``_VERBS``, a past form, a present ``-s`` form: "Build 512
+  of Atlas *took* 12 minutes", "The meeting on Monday *is* at 10:00"), nor in a
+  heading before a colon ("Week 12: ...", "Caroline: ..."; the subject's head is
+  then sought after it), nor, in a sentence without a known verb, a whole
+  number right after a noun that follows no value cue ("Ephemeral chat note 3
+  about lunch"). After the verb a labelled number is the value ("the meeting
+  is in room 4");
+- differing numbers of one unit dimension each ("5km" against "40min" are two
+  measures; "40min" against "1h" two values of one); a day beside a month is
+  part of its date ("7 May");
 - a differing date or time to be the only kind of value that differs: a date
   beside another differing value marks another occasion ("I ran 5 km on
   Monday", "I ran 10 km on Tuesday");
@@ -194,6 +206,37 @@ _AUXILIARIES = frozenset({
 })  # fmt: skip
 #: Pronouns that head a subject ("We have 3 open incidents").
 _PRONOUNS = frozenset({"i", "we", "you", "he", "she", "they"})
+#: Verbs and auxiliaries that end a sentence's subject ("Room 101 *is* on floor 3").
+_VERBS = frozenset({
+    "is", "are", "am", "was", "were", "be", "been", "has", "have", "had", "do", "does",
+    "did", "will", "would", "can", "could", "shall", "should", "might", "must", "runs",
+    "uses", "prefers", "becomes", "became", "i'm", "you're", "we're", "they're", "it's",
+    "he's", "she's", "that's", "there's", "here's", "i've", "we've", "you've", "they've",
+    "i'll", "we'll", "you'll", "he'll", "she'll", "they'll", "it'll", "i'd", "we'd",
+    "you'd", "he'd", "she'd", "they'd",
+})  # fmt: skip
+#: Words after which an ``-ed`` or ``-s`` word is a noun or adjective, not a verb.
+_DETERMINERS = frozenset({
+    "the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that",
+    "these", "those", "some", "any", "each", "every", "no",
+})  # fmt: skip
+#: Pronouns a present-tense verb may follow ("she likes").
+_VERB_SUBJECTS = frozenset({"he", "she", "it", "this", "that", "who", "which"})
+#: Units of one dimension: a number's unit compares by dimension ("5km" and "40min" differ).
+_DIMENSIONS = {
+    unit: dimension
+    for dimension, units in (
+        ("length", ("mm", "cm", "m", "km", "mi", "ft", "in", "yd")),
+        ("mass", ("mg", "g", "kg", "lb", "lbs", "oz", "t")),
+        ("time", ("ms", "s", "sec", "secs", "min", "mins", "h", "hr", "hrs", "d")),
+        ("data", ("b", "kb", "mb", "gb", "tb", "pb", "kib", "mib", "gib", "tib")),
+        ("volume", ("ml", "cl", "l")),
+        ("ordinal", ("st", "nd", "rd", "th")),
+    )
+    for unit in units
+}
+#: A sentence's heading: a few words before a colon ("Caroline: ...", "Week 12: ...").
+_HEADING = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,3}):\s+(?=\S)")
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor"})
 _NEGATION_ENDINGS = ("n't", "n’t", "cannot")
 #: Words of opposite sense: one of them between two memories vetoes ``same_as``.
@@ -224,6 +267,11 @@ _SLASH_DATE = re.compile(r"[0-9]{1,2}/[0-9]{1,2}(?:/[0-9]{2,4})?")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _TIME = re.compile(r"[0-9]{1,2}(?::[0-9]{2}){1,2}(?:am|pm)?|[0-9]{1,2}(?:am|pm)")
 _VERSION = re.compile(r"v[0-9]+(?:\.[0-9]+)*")
+_DAY = re.compile(r"[0-9]{1,2}(?:st|nd|rd|th)?")
+_AMOUNT = re.compile(r"([$€£¥]?)[0-9.,:/-]*(.*)")
+_MONTHS = frozenset({
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"
+})  # fmt: skip
 _DIGIT = re.compile(r"[0-9]")
 
 _VALUE_KINDS = frozenset({"number", "date", "time"})
@@ -426,6 +474,9 @@ class _Sentence:
     cued: int  # names that may turn out values
     negative: bool
     past: bool  # narrates the past: tells of an occasion
+    body: int  # where the sentence starts after its heading ("Caroline: ...")
+    predicate: int | None  # its first verb, if one is known: what comes before is the subject
+    labels: frozenset[int]  # numbers that label a noun ("note 3"): identifiers, not values
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,9 +504,11 @@ def _shape(content: str) -> _Shape:
     names = {e[5:] for e in extract_entities(text) if e.startswith("name:")}
     sentences: list[_Sentence] = []
     for part in _SENTENCE_BREAK.split(text):
-        tokens = _tokens(part, names)
+        heading = _HEADING.match(part)
+        head = _tokens(heading[1], names) if heading else []
+        tokens = head + _tokens(part[heading.end() :] if heading else part, names)
         if tokens:
-            sentences.append(_sentence(tokens))
+            sentences.append(_sentence(tokens, len(head)))
         if len(sentences) == MAX_SENTENCES:
             break
     every = [t for s in sentences for t in s.tokens]
@@ -470,7 +523,8 @@ def _shape(content: str) -> _Shape:
     )
 
 
-def _sentence(tokens: list[_Token]) -> _Sentence:
+def _sentence(tokens: list[_Token], body: int) -> _Sentence:
+    predicate = _predicate(tokens, body)
     return _Sentence(
         tokens=tuple(tokens),
         keys=frozenset(t.norm for t in tokens if t.kind in _SUBJECT_KINDS),
@@ -478,6 +532,59 @@ def _sentence(tokens: list[_Token]) -> _Sentence:
         cued=len({t.norm for t in tokens if t.cued}),
         negative=sum(t.kind == "negation" for t in tokens) % 2 == 1,
         past=_narrates_past(tokens),
+        body=body,
+        predicate=predicate,
+        labels=_labels(tokens, body) if predicate is None else frozenset(),
+    )
+
+
+def _predicate(tokens: Sequence[_Token], body: int) -> int | None:
+    """Where the first verb after the heading is, when one is known, else None.
+
+    Known verbs: auxiliaries and copulas (``_VERBS``), a negated auxiliary, past
+    forms (as ``_narrates_past`` sees them) and a present ``-s`` form after a
+    subject word and before anything but a plain word ("the service *listens*
+    on port 8080"). A word right after a determiner is a noun ("the *results*
+    of test 5"), and the first word of a sentence is its subject, not its verb.
+    """
+    for index in range(body + 1, len(tokens)):
+        token, before = tokens[index], tokens[index - 1]
+        word = token.text.casefold().replace("’", "'")
+        if word in _VERBS or (token.kind == "negation" and word.endswith(("n't", "cannot"))):
+            return index
+        if token.kind != "word" or before.norm in _DETERMINERS:
+            continue
+        if word in _IRREGULAR_PAST or _ed_form(word):
+            return index
+        after = tokens[index + 1] if index + 1 < len(tokens) else None
+        if (
+            len(word) > 3
+            and word.endswith("s")
+            and not word.endswith(("ss", "us", "is"))
+            and (before.kind != "stop" or before.norm in _VERB_SUBJECTS)
+            and (after is None or after.kind != "word")
+        ):
+            return index
+    return None
+
+
+def _labels(tokens: Sequence[_Token], body: int) -> frozenset[int]:
+    """Positions of numbers that label the noun before them ("chat note 3", "meeting 4").
+
+    In a sentence without a known verb nothing is stated of the number: a
+    whole number after a noun tells which one ("Ephemeral chat note 3 about
+    lunch"), unless the noun follows a word that introduces a value ("standup
+    in room 4"). Amounts, decimals and measures ("$45", "1.21", "5km") are not
+    labels.
+    """
+    folded = [t.text.casefold() for t in tokens]
+    return frozenset(
+        index
+        for index in range(body + 1, len(tokens))
+        if tokens[index].kind == "number"
+        and tokens[index].norm.isdigit()
+        and tokens[index - 1].kind == "word"
+        and not _cued(folded, index - 1)
     )
 
 
@@ -492,16 +599,15 @@ def _narrates_past(tokens: Sequence[_Token]) -> bool:
         word = token.text.casefold()
         if word in _IRREGULAR_PAST:
             return True
-        if (
-            token.kind == "word"
-            and len(word) > 4
-            and word.endswith("ed")
-            and not word.endswith("eed")
-            and before not in _AUXILIARIES
-        ):
+        if token.kind == "word" and _ed_form(word) and before not in _AUXILIARIES:
             return True
         before = word
     return False
+
+
+def _ed_form(word: str) -> bool:
+    """A regular past or participle ("deployed"; "need" and "speed" are not)."""
+    return len(word) > 4 and word.endswith("ed") and not word.endswith("eed")
 
 
 def _tokens(text: str, names: set[str]) -> list[_Token]:
@@ -519,6 +625,12 @@ def _tokens(text: str, names: set[str]) -> list[_Token]:
         else:
             run_start = -1
         tokens.append(_Token(word, norm, kind, cued))
+    # A day beside a month is part of its date ("7 May", "May 14th").
+    for index, token in enumerate(tokens):
+        if token.kind == "number" and _DAY.fullmatch(token.norm):
+            near = tokens[max(index - 1, 0) : index + 2]
+            if any(t.kind == "date" and t.norm in _MONTHS for t in near):
+                tokens[index] = _Token(token.text, token.norm, "date", False)
     return tokens
 
 
@@ -626,6 +738,10 @@ def _compare(new: _Sentence, old: _Sentence) -> _Pair | None:
     heads = shared | (_PRONOUNS & mine.template & theirs.template)
     new_kinds = {_value_kind(new.tokens[i]) for i in new_diff}
     old_kinds = {_value_kind(old.tokens[i]) for i in old_diff}
+    if Counter(_unit(new.tokens[i]) for i in new_diff) != Counter(
+        _unit(old.tokens[i]) for i in old_diff
+    ):
+        old_kinds = set()  # "5km" against "40min": two measures, not two values of one
     negation = None
     if new.negative != old.negative:
         negation = "new" if new.negative else "old"
@@ -711,25 +827,51 @@ class _Side:
     def placed(self, diff: Sequence[int], shared: frozenset[str]) -> bool:
         """Whether the differing values follow the subject: its head and a shared word.
 
-        A value right after the sentence's first subject word names the subject
-        ("Room 101 is on floor 3", "Server 4 is down"), so it is no value there.
-        A personal pronoun ("We have 3 open incidents") heads a subject too.
+        A value in the heading, before the first known verb, or labelling a
+        noun in a sentence without one names the subject ("Week 12: ...",
+        "Build 512 of Atlas took ...", "chat note 3 about lunch"), and so does a
+        value right after the sentence's first subject word ("Room 101 is on
+        floor 3", "Server 4 is down"): none of them is a value there. A personal
+        pronoun ("We have 3 open incidents") heads a subject too.
         """
         if not diff:
             return True
+        sentence = self.sentence
         first = min(diff)
+        if (
+            first < sentence.body
+            or (sentence.predicate is not None and first < sentence.predicate)
+            or not sentence.labels.isdisjoint(diff)
+        ):
+            return False  # in the heading or the subject, or a label: it names the thing
         subject = [
             i
-            for i, t in enumerate(self.sentence.tokens[:first])
+            for i, t in enumerate(sentence.tokens[:first])
             if (t.kind in _SUBJECT_KINDS and t.norm not in self.names) or t.norm in _PRONOUNS
         ]
-        if not subject or first <= subject[0] + 1:
+        if not subject:
             return False
-        return any(self.sentence.tokens[i].norm in shared for i in subject)
+        # The subject's head: the sentence's own first subject word, past the heading.
+        head = next((i for i in subject if i >= sentence.body), None)
+        if head is not None and first <= head + 1:
+            return False
+        return any(sentence.tokens[i].norm in shared for i in subject)
 
 
 def _value_kind(token: _Token) -> str:
     return "name" if token.kind == "name" else token.kind
+
+
+def _unit(token: _Token) -> str:
+    """A number's unit as its dimension ("km" -> "length"), money for a currency, else ""."""
+    if token.kind != "number":
+        return ""
+    match = _AMOUNT.fullmatch(token.norm)
+    if match is None:
+        return ""
+    if match[1]:
+        return "money"
+    return _DIMENSIONS.get(match[2], match[2])
 
 
 def _nested(a: Counter[str], b: Counter[str]) -> bool:
