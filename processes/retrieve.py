@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from concepts import Candidate, RecallQuery, RecallResult, WorkingMemoryItem
+from concepts import MAX_QUERY_CHARS, Candidate, RecallQuery, RecallResult, WorkingMemoryItem
 from processes.base import Process
 from workspace import ProcessContext
 
@@ -37,7 +37,9 @@ class Retrieve(Process):
         held = {item.candidate.memory_id for item in ctx.working_memory}
         candidates = []
         for percept in ctx.percepts:
-            query = percept.observation.content
+            # A long observation recalls with its opening: a query holds at most
+            # MAX_QUERY_CHARS, and what it is about is said first.
+            query = percept.observation.content[:MAX_QUERY_CHARS]
             request = RecallQuery(text=query, limit=self.limit, peek=True, world=ctx.world or None)
             for result in await asyncio.to_thread(ctx.memory.recall, request):
                 memory = result.memory

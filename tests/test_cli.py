@@ -1686,7 +1686,7 @@ def test_run_from_a_stream_reports_a_bad_line_and_goes_on(
         '{"content": "The kettle is broken"}',
         "not json",
         '{"content": ""}',
-        '{"content": "' + "x" * 10_001 + '"}',
+        '{"content": "' + "x" * 100_001 + '"}',
         '{"content": "Ordered a new kettle"}',
     ]
     db = f"sqlite:///{tmp_path / 'stream.db'}"
@@ -1697,7 +1697,7 @@ def test_run_from_a_stream_reports_a_bad_line_and_goes_on(
     assert skipped[0].startswith("noema: skipped stdin line 2: not valid JSON")
     assert skipped[1].startswith("noema: skipped stdin line 3: content")
     assert skipped[2].startswith("noema: skipped stdin line 4: content")
-    assert "10000" in skipped[2]
+    assert "100000" in skipped[2]
     assert "Ordered a new kettle" in done.stdout and "stopped after 2 cycles" in done.stdout
     done = proc("--db", db, "stats", "--json", env=env)
     assert json.loads(done.stdout)["total"] == 2
@@ -1707,21 +1707,30 @@ def test_run_input_file_stays_all_or_nothing_on_a_long_line(
     noema: Cli, db_path: Path, tmp_path: Path
 ) -> None:
     source = tmp_path / "obs.jsonl"
-    source.write_text('{"content": "fine"}\n{"content": "' + "y" * 10_001 + '"}\n')
+    source.write_text('{"content": "fine"}\n{"content": "' + "y" * 100_001 + '"}\n')
     result = noema("run", "--input", str(source))
     assert result.code == 2
     assert "line 2: content" in result.err_line()
     assert not db_path.exists()
 
 
-@pytest.mark.parametrize("length", [10_001, 100_001])
+def test_observe_a_text_longer_than_a_query_is_observed_whole(noema: Cli) -> None:
+    """The cycle recalls with the opening of a long observation; the memory keeps all of it."""
+    text = "The kettle report. " + "z" * 10_001
+    result = noema("observe", text)
+    assert result.code == 0, result.err
+    assert total(noema) == 1
+    found = noema("recall", "kettle report", "--json").json()
+    assert [r["content"] for r in found] == [text]
+
+
 def test_observe_too_long_a_text_is_one_line_and_writes_nothing(
-    noema: Cli, db_path: Path, length: int
+    noema: Cli, db_path: Path
 ) -> None:
-    result = noema("observe", "z" * length)
+    result = noema("observe", "z" * 100_001)
     assert result.code == 2
     line = result.err_line()
-    assert line.startswith("noema: error: content:") and "10000" in line
+    assert line.startswith("noema: error: content:") and "100000" in line
     assert result.out == ""
     assert not db_path.exists()
 

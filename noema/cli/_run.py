@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from concepts import MAX_QUERY_CHARS, Observation
+from concepts import Observation
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import last_seq
@@ -37,24 +37,13 @@ __all__ = [
 
 
 def observation_from(fields: Any, *, where: str) -> Observation:
-    """An ``Observation`` from a JSON object; errors name ``where`` and the field.
-
-    Its content is also what the mind recalls with in the cycle, so it is held to
-    a query's length (``MAX_QUERY_CHARS``), and refused before anything is written.
-    """
+    """An ``Observation`` from a JSON object; errors name ``where`` and the field."""
     if not isinstance(fields, dict):
         raise InvalidInput(f"{where}expected a JSON object")
     try:
-        observation = Observation.model_validate(fields)
+        return Observation.model_validate(fields)
     except ValidationError as exc:
         raise from_validation(exc, what=where.rstrip()) from None
-    if len(observation.content) > MAX_QUERY_CHARS:
-        raise InvalidInput(
-            f"{where}content: longer than {MAX_QUERY_CHARS} characters, the most a cycle "
-            "recalls with",
-            field="content",
-        )
-    return observation
 
 
 def read_observations(path: str) -> list[Observation]:
