@@ -292,7 +292,7 @@ def scan_memories(s: SqlSession, op: ops.ScanMemories) -> list[Memory]:
         query += f" AND m.id > {mark}"
         params.append(op.after_id)
     query += " " + filter_sql(s.dialect, op.filters, op.as_of, params)
-    query += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.recorded_at DESC, m.id DESC"
+    query += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.valid_from DESC, m.id DESC"
     return [memory_from_row(r) for r in s.all(query + _limit(s, op.limit, params), params)]
 
 
@@ -362,7 +362,7 @@ def search_entities(
         f"WHERE mind_id = {mark} AND {among} GROUP BY memory_id) "
         f"SELECT {MEMORY_SELECT}, hits.n FROM hits "
         f"JOIN memories m ON m.mind_id = {mark} AND m.id = hits.memory_id "
-        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.recorded_at DESC, m.id DESC"
+        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.valid_from DESC, m.id DESC"
         + _limit(s, op.limit, params),
         params,
     )
