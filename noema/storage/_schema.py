@@ -19,6 +19,7 @@ __all__ = [
     "INITIAL_SHARED",
     "KNOWLEDGE_HEALTH",
     "SNAPSHOTS_AND_LEASES",
+    "VALID_TIME_ORDER",
     "WORLDS_AND_HISTORY",
     "Types",
     "render",
@@ -202,4 +203,11 @@ FEDERATION = """
             created_at  $int NOT NULL,
             PRIMARY KEY (mind_id, name)
         )$without_rowid;
+        """
+
+#: A later migration on both backends (ADR 0034): "most recent first" reads valid time
+#: (``valid_from``), not when the mind recorded a memory, so its index does too.
+VALID_TIME_ORDER = """
+        DROP INDEX memories_mind_status_time;
+        CREATE INDEX memories_mind_status_valid ON memories(mind_id, status, valid_from);
         """

@@ -452,9 +452,9 @@ def expected_match(memory: Memory, filters: RecallFilters | None, as_of: datetim
             return False
         if filters.key is not None and memory.key != filters.key:
             return False
-        if filters.since is not None and memory.recorded_at < filters.since:
+        if filters.since is not None and memory.valid_from < filters.since:
             return False
-        if filters.until is not None and memory.recorded_at > filters.until:
+        if filters.until is not None and memory.valid_from > filters.until:
             return False
         if memory.confidence < filters.min_confidence:
             return False
