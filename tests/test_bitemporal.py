@@ -86,9 +86,7 @@ def test_remember_many_and_observe_cannot_backdate_what_the_mind_knew(
     assert mind.verify().ok
 
 
-def test_a_backdated_supersession_is_known_from_its_write(
-    mind: Mind, clock: ManualClock
-) -> None:
+def test_a_backdated_supersession_is_known_from_its_write(mind: Mind, clock: ManualClock) -> None:
     start = clock.now()
     lisbon = mind.remember("Ada lives in Lisbon", key="ada.city", at=start - 100 * DAY)
     clock.advance(10 * DAY)

@@ -168,7 +168,7 @@ class MemoryReader:
             )
 
     def timeline(self, filters: RecallFilters | None = None, *, limit: int = 200) -> list[Memory]:
-        """Memories passing ``filters`` (active ones by default), newest recorded first."""
+        """Memories passing ``filters`` (active ones by default), latest ``valid_from`` first."""
         with self._storage.transaction(write=False) as session:
             return session.run(
                 ops.ScanMemories(self._mind.id, filters=filters, order="recent", limit=limit)

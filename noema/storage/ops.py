@@ -151,7 +151,7 @@ class SearchText(Op[list[tuple[Memory, float]]]):
 
 @dataclass(frozen=True, slots=True)
 class ScanMemories(Op[list[Memory]]):
-    """Memories in ``id`` order (keyset paging with ``after_id``) or most recent first."""
+    """Memories in ``id`` order (keyset paging with ``after_id``) or latest ``valid_from`` first."""
 
     mind_id: str
     filters: RecallFilters | None = None
