@@ -667,7 +667,7 @@ class Mind:
     def timeline(
         self, filters: RecallFilters | Mapping[str, Any] | None = None, *, limit: Count = 200
     ) -> list[Memory]:
-        """Memories passing ``filters`` (active ones by default), latest ``valid_from`` first."""
+        """Memories passing ``filters`` (active ones by default), newest recorded first."""
         if not isinstance(filters, RecallFilters):
             try:
                 filters = RecallFilters.model_validate(dict(filters or {}))

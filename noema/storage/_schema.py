@@ -205,9 +205,8 @@ FEDERATION = """
         )$without_rowid;
         """
 
-#: A later migration on both backends (ADR 0034): "most recent first" reads valid time
-#: (``valid_from``), not when the mind recorded a memory, so its index does too.
+#: A later migration on both backends (ADR 0034): recall's "most recent first" reads
+#: valid time (``valid_from``); the timeline keeps reading ``recorded_at``.
 VALID_TIME_ORDER = """
-        DROP INDEX memories_mind_status_time;
         CREATE INDEX memories_mind_status_valid ON memories(mind_id, status, valid_from);
         """

@@ -288,6 +288,7 @@ OPS: dict[str, Fetch] = {
     "search entities": lambda m, f, t: ops.SearchEntities(m, [ENTITY], f, t, LIMIT),
     "scan by id": lambda m, f, t: ops.ScanMemories(m, f, t, order="id", limit=LIMIT),
     "scan recent": lambda m, f, t: ops.ScanMemories(m, f, t, order="recent", limit=LIMIT),
+    "scan recorded": lambda m, f, t: ops.ScanMemories(m, f, t, order="recorded", limit=LIMIT),
 }
 
 
