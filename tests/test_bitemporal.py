@@ -21,16 +21,20 @@ from typing import Any
 
 import pytest
 import test_cli
+import test_http
 from test_cli import proc
+from test_http import TOKEN_A, Api, Live
 
 from concepts import EventKind, Status
 from noema import ManualClock, Mind
+from noema.clock import iso
 from noema.errors import NotFound
 from noema.memory.activation import recency
 
 DAY = timedelta(days=1)
 
 env = test_cli.env
+live = test_http.live
 
 
 def contents(results: list[Any]) -> list[str]:
@@ -227,3 +231,24 @@ def test_the_console_script_records_its_own_time_whatever_at_says(
     ]
     known = noema("recall", "Ada moved", "--known-at", written["recorded_at"], "--peek")
     assert [r["id"] for r in known] == [written["id"]]
+
+
+def test_a_remote_client_sets_valid_time_only(live: Live, clock: ManualClock) -> None:
+    api = Api(live, TOKEN_A)
+    now = clock.now()
+    past = "2024-05-01T00:00:00.000000Z"
+    fact = api.ok(
+        "remember", mind="ada", json={"content": "Ada ran a marathon", "valid_from": past}
+    )
+    assert (fact["valid_from"], fact["recorded_at"]) == (past, iso(now))
+    run = {"task": "Backfill the marathon results", "outcome": "success", "at": past}
+    episode = api.ok("record_episode", mind="ada", json=run)
+    assert episode["recorded_at"] == iso(now)
+    for name in ("recorded_at", "at", "known_at"):  # no field of a write sets transaction time
+        refused = api.error("remember", 422, mind="ada", json={"content": "x", name: past})
+        assert name in refused["error"]
+    asked = {"query": "Ada marathon", "peek": True}
+    between = {**asked, "known_at": "2025-01-01T00:00:00Z"}
+    assert api.ok("recall", mind="ada", json=between)["results"] == []
+    found = api.ok("recall", mind="ada", json={**asked, "as_of": "2025-01-01T00:00:00Z"})
+    assert {r["id"] for r in found["results"]} == {fact["id"], episode["id"]}
