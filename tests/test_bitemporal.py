@@ -30,6 +30,7 @@ from noema import ManualClock, Mind
 from noema.clock import iso
 from noema.errors import NotFound
 from noema.memory.activation import recency
+from tui.data import MindData
 
 DAY = timedelta(days=1)
 
@@ -252,3 +253,13 @@ def test_a_remote_client_sets_valid_time_only(live: Live, clock: ManualClock) ->
     assert api.ok("recall", mind="ada", json=between)["results"] == []
     found = api.ok("recall", mind="ada", json={**asked, "as_of": "2025-01-01T00:00:00Z"})
     assert {r["id"] for r in found["results"]} == {fact["id"], episode["id"]}
+
+
+def test_the_tuis_activation_curve_starts_when_it_was_said(mind: Mind, clock: ManualClock) -> None:
+    said = clock.now() - 40 * DAY
+    memory = mind.remember("the tide tables were reprinted", at=said)
+    result = mind.recall("tide tables reprinted", peek=True)[0]
+    series = MindData(mind).activation(memory)
+    assert math.isclose(series[0], mind.config.initial_activation)
+    assert math.isclose(series[-1], result.signals["activation"])
+    assert series[-1] < series[0]  # forty days of decay, not none

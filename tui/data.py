@@ -220,9 +220,9 @@ class MindData:
             events = self.mind.events(memory_id=memory.id)
         start = memory.recorded_at
         for event in events:  # written with a past ``at``: its activation started then
-            if event.kind == EventKind.MEMORY_CREATED and event.memory_id == memory.id:
-                if isinstance(began := event.payload.get("activation_at"), str):
-                    start = datetime.fromisoformat(began)
+            began = event.payload.get("activation_at")
+            if event.kind == EventKind.MEMORY_CREATED and isinstance(began, str):
+                start = datetime.fromisoformat(began)
         points = [(start, self.mind.config.initial_activation)]
         for event in events:
             value = event.payload.get("activation")
