@@ -6,7 +6,7 @@ retractions are known from the moment they are written (``changed_at``, the
 history spans). ``known_at`` reads only those; ``as_of``, recency, time ranges
 and time expressions read valid time, so a history written with past times
 still ranks and answers by when things were said. Every test runs on every
-backend; the last drives the installed console script.
+backend; one drives the installed console script, one a REST server on loopback.
 """
 
 from __future__ import annotations
