@@ -169,7 +169,11 @@ class MemoryInput(BaseModel):
     confidence: Unit = 0.8
     salience: Unit = 0.5
     decay: DecayClass = DecayClass.STABLE
+    #: When it became true in the world; ``None``: ``at``, else the time of the write.
     valid_from: UtcDatetime | None = None
+    #: When it happened or was said: valid time, never transaction time. It starts
+    #: ``valid_from`` (unless given) and the activation's decay; the store records
+    #: when the mind learned it (``Memory.recorded_at``) itself.
     at: UtcDatetime | None = None
     links: tuple[Link, ...] = ()
     #: The world it belongs to, by path (created when missing); the root by default.
@@ -254,8 +258,12 @@ class Memory(BaseModel):
     activation: Unit
     activation_at: UtcDatetime
     status: Status = Status.ACTIVE
+    #: Valid time: when it became true in the world (or happened, or was said),
+    #: until ``valid_to``. Recency, time ranges and ``as_of`` read it.
     valid_from: UtcDatetime
     valid_to: UtcDatetime | None = None
+    #: Transaction time: when the mind recorded it, set by the store at the write
+    #: (never by a caller); ``known_at`` reads it.
     recorded_at: UtcDatetime
     last_accessed: UtcDatetime | None = None
     access_count: int = Field(default=0, ge=0)
@@ -361,6 +369,7 @@ class RecallFilters(BaseModel):
     channels: tuple[Channel, ...] = ()
     tags: Tags = ()
     key: Key | None = None
+    #: Valid time: ``valid_from`` at or after ``since`` and at or before ``until``.
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     min_confidence: Unit = 0.0
@@ -397,7 +406,8 @@ class RecallFilters(BaseModel):
           ``epistemics`` and ``channels`` (an empty tuple admits any);
         - its key equals ``key``, when ``key`` is set;
         - it carries every tag of ``tags``;
-        - it was recorded within ``since`` and ``until`` (both inclusive);
+        - its valid time starts (``valid_from``) within ``since`` and ``until``
+          (both inclusive);
         - its confidence is at least ``min_confidence``;
         - its mean feedback is at least ``min_feedback``, when set (a memory
           without feedback has mean 0);
@@ -427,9 +437,9 @@ class RecallFilters(BaseModel):
             return False
         if any(tag not in memory.tags for tag in self.tags):
             return False
-        if self.since is not None and memory.recorded_at < self.since:
+        if self.since is not None and memory.valid_from < self.since:
             return False
-        if self.until is not None and memory.recorded_at > self.until:
+        if self.until is not None and memory.valid_from > self.until:
             return False
         if memory.confidence < self.min_confidence:
             return False

@@ -324,7 +324,9 @@ def test_known_at_sees_retraction_rejection_and_restoration_in_order(
     assert mind.verify().ok
 
 
-def test_known_at_of_a_backdated_import_follows_the_recorded_times(mind: Mind) -> None:
+def test_a_backdated_import_answers_as_of_its_times_and_known_at_its_write(
+    mind: Mind, clock: ManualClock
+) -> None:
     day = mind.clock.now() - timedelta(days=100)
     mind.remember_many(
         [
@@ -332,13 +334,19 @@ def test_known_at_of_a_backdated_import_follows_the_recorded_times(mind: Mind) -
             {"content": "Bo works at the library", "key": "bo.job", "at": day + 4 * DAY},
         ]
     )
-    assert contents(mind.recall("Bo works", peek=True, known_at=day + 2 * DAY)) == [
+    written = clock.now()
+    # Valid time: the times given.
+    assert contents(mind.recall("Bo works", peek=True, as_of=day + 2 * DAY)) == [
         "Bo works at the bakery"
     ]
-    assert contents(mind.recall("Bo works", peek=True, known_at=day + 5 * DAY)) == [
+    assert contents(mind.recall("Bo works", peek=True, as_of=day + 5 * DAY)) == [
         "Bo works at the library"
     ]
-    assert mind.recall("Bo works", peek=True, known_at=day - DAY) == []
+    # Transaction time: the mind learned both at the write, not on those days.
+    assert mind.recall("Bo works", peek=True, known_at=day + 5 * DAY) == []
+    assert contents(mind.recall("Bo works", peek=True, known_at=written)) == [
+        "Bo works at the library"
+    ]
     assert mind.verify().ok
 
 

@@ -218,7 +218,12 @@ class MindData:
         """Activation from the memory's creation to now, rebuilt from its events."""
         if events is None:
             events = self.mind.events(memory_id=memory.id)
-        points = [(memory.recorded_at, self.mind.config.initial_activation)]
+        start = memory.recorded_at
+        for event in events:  # written with a past ``at``: its activation started then
+            began = event.payload.get("activation_at")
+            if event.kind == EventKind.MEMORY_CREATED and isinstance(began, str):
+                start = datetime.fromisoformat(began)
+        points = [(start, self.mind.config.initial_activation)]
         for event in events:
             value = event.payload.get("activation")
             if event.kind in _ACTIVATION_EVENTS and isinstance(value, int | float):

@@ -119,8 +119,8 @@ def add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--status", action="append", default=[], choices=choices("Status"))
     p.add_argument("--channel", action="append", default=[], choices=choices("Channel"))
     p.add_argument("--tag", action="append", default=[], metavar="T")
-    p.add_argument("--since", metavar="ISO", help="recorded at or after")
-    p.add_argument("--until", metavar="ISO", help="recorded before")
+    p.add_argument("--since", metavar="ISO", help="valid from this time or later")
+    p.add_argument("--until", metavar="ISO", help="valid from this time or earlier")
 
 
 def filter_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -142,7 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--importance", type=float, metavar="X")
     p.add_argument("--confidence", type=float, metavar="X")
     p.add_argument("--valid-from", metavar="ISO", help="when it became true")
-    p.add_argument("--at", metavar="ISO", help="when the mind learned it (default: now)")
+    p.add_argument(
+        "--at",
+        metavar="ISO",
+        help="when it happened or was said (valid time; default: now); "
+        "the mind records when it learned it itself",
+    )
     p.add_argument("--tag", action="append", default=[], metavar="T")
     p.add_argument(
         "--world", type=world_path, metavar="PATH", help="the world it belongs to (made if missing)"

@@ -138,8 +138,8 @@ class RecallBody(Body):
     lifecycles: list[Lifecycle] = Field(default_factory=list, description="default: not rejected")
     tags: Tags = Field(default_factory=list)
     key: KeyText | None = None
-    since: Time | None = Field(default=None, description="recorded at or after")
-    until: Time | None = Field(default=None, description="recorded before")
+    since: Time | None = Field(default=None, description="valid from this time or later")
+    until: Time | None = Field(default=None, description="valid from this time or earlier")
     min_confidence: Unit = 0.0
     min_feedback: Signed | None = None
     as_of: Time | None = Field(default=None, description="what the mind held true then")

@@ -33,9 +33,9 @@ def reinforced(current: float, gain: float) -> float:
     return min(1.0, current + (1.0 - current) * gain)
 
 
-def recency(recorded_at: datetime, now: datetime, scale_days: float) -> float:
-    """``exp(-age / scale)``, 1 for a memory recorded now (or in the future)."""
-    age_days = max((now - recorded_at).total_seconds(), 0.0) / SECONDS_PER_DAY
+def recency(since: datetime, now: datetime, scale_days: float) -> float:
+    """``exp(-age / scale)`` of a memory valid ``since`` then: 1 from now (or the future)."""
+    age_days = max((now - since).total_seconds(), 0.0) / SECONDS_PER_DAY
     return math.exp(-age_days / scale_days)
 
 

@@ -185,8 +185,12 @@ def fixed_record(memory: Memory) -> dict[str, Any]:
 
 
 def created_payload(memory: Memory) -> dict[str, Any]:
-    """What a ``memory_created`` event records beyond kind, channel and key."""
-    return {
+    """What a ``memory_created`` event records beyond kind, channel and key.
+
+    ``activation_at`` only when the activation starts before the memory was
+    recorded (at the ``at`` its writer gave: when it happened or was said).
+    """
+    payload: dict[str, Any] = {
         "record": fixed_record(memory),
         "alpha": memory.alpha,
         "beta": memory.beta,
@@ -194,3 +198,6 @@ def created_payload(memory: Memory) -> dict[str, Any]:
         "activation": memory.activation,
         "lifecycle": memory.lifecycle.value,
     }
+    if memory.activation_at != memory.recorded_at:
+        payload["activation_at"] = iso(memory.activation_at)
+    return payload

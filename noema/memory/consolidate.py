@@ -668,7 +668,7 @@ def _sources_of(session: Any, mind_id: str, memory_ids: list[str]) -> dict[str, 
 
 def _messages(plan: GroupPlan) -> list[tuple[str, str]]:
     lines = [
-        f"[{index}] ({member.recorded_at.isoformat()}) {member.content[:MAX_MODEL_CHARS]}"
+        f"[{index}] ({member.valid_from.isoformat()}) {member.content[:MAX_MODEL_CHARS]}"
         for index, member in enumerate(plan.members[:MAX_MODEL_MEMBERS])
     ]
     return [("system", _INSTRUCTIONS), ("human", "Episodes:\n" + "\n".join(lines))]

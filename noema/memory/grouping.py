@@ -245,7 +245,7 @@ def _episode(memory: Memory) -> _Episode:
 
 
 def _order(memory: Memory) -> tuple[Any, str]:
-    return (memory.recorded_at, memory.id)
+    return (memory.valid_from, memory.id)
 
 
 # ---------------------------------------------------------------- planning

@@ -227,7 +227,7 @@ def graph_lane(
         strength,
         key=lambda m_id: (
             -strength[m_id],
-            -memories[m_id].recorded_at.timestamp(),
+            -memories[m_id].valid_from.timestamp(),
             memories[m_id].content_hash,
         ),
     )

@@ -147,7 +147,7 @@ def _standard(result: RecallResult) -> str:
     facts = (
         f"{memory.epistemic.value}, confidence {memory.confidence:.2f} "
         f"({result_tier(result).value}), "
-        f"source {memory.channel.value}, {memory.recorded_at.date().isoformat()}"
+        f"source {memory.channel.value}, {memory.valid_from.date().isoformat()}"
     )
     if memory.tags:
         facts += f"; tags: {', '.join(memory.tags)}"

@@ -193,7 +193,7 @@ class MemoryReader:
         """Memories passing ``filters`` (active ones by default), newest recorded first."""
         with self._storage.transaction(write=False) as session:
             return session.run(
-                ops.ScanMemories(self._mind.id, filters=filters, order="recent", limit=limit)
+                ops.ScanMemories(self._mind.id, filters=filters, order="recorded", limit=limit)
             )
 
     def audit_entry(self, event_id: str) -> AuditEntry | None:

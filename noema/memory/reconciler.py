@@ -403,9 +403,14 @@ class Reconciler:
         *,
         entities: Sequence[str] | None = None,
     ) -> Memory:
-        """The new memory of ``item``; ``entities``: its content's, when already found."""
-        recorded_at = item.at or now
-        memory_id = new_id(recorded_at)
+        """The new memory of ``item``; ``entities``: its content's, when already found.
+
+        Transaction time is the store's: ``recorded_at`` is ``now``, whatever the
+        caller says. ``item.at`` (when it happened or was said) is valid time: the
+        start of ``valid_from`` unless that is given, and of the activation's decay.
+        """
+        valid_from = item.valid_from or item.at or now
+        memory_id = new_id(now)
         event_id = new_id(now)
         c = item.confidence
         memory = trusted(
@@ -423,7 +428,7 @@ class Reconciler:
                 payload=item.payload,
                 keys=expand_keys(
                     item.content,
-                    item.valid_from or recorded_at,
+                    valid_from,
                     summary=item.summary,
                     key=item.key,
                     tags=item.tags,
@@ -438,11 +443,11 @@ class Reconciler:
                 trust=CHANNEL_TRUST[item.channel],
                 credibility=credibility(item.channel, item.epistemic),
                 activation=self.config.initial_activation,
-                activation_at=recorded_at,
+                activation_at=item.at or now,
                 status=Status.ACTIVE,
-                valid_from=item.valid_from or recorded_at,
+                valid_from=valid_from,
                 valid_to=None,
-                recorded_at=recorded_at,
+                recorded_at=now,
                 last_accessed=None,
                 access_count=0,
                 origin_event=origin_event or event_id,
@@ -529,11 +534,8 @@ class Reconciler:
     ) -> None:
         """``newer`` supersedes ``older``: close its validity, mark it, link and log it."""
         valid_to = max(newer.valid_from, older.valid_from)
-        # Known from when the newer value was recorded (a late-learned older value: its own).
-        known = max(newer.recorded_at, older.recorded_at)
-        closed = pending.change(
-            older, status=Status.SUPERSEDED, valid_to=valid_to, changed_at=known
-        )
+        # Known from now, the transaction's time: valid times say nothing of when it was learned.
+        closed = pending.change(older, status=Status.SUPERSEDED, valid_to=valid_to)
         edges.append(self._edge(newer.id, Relation.SUPERSEDES, older.id, 1.0, "reconciler", now))
         payload = {"by": newer.id, "reason": reason, "valid_to": iso(valid_to)}
         if closed.changed_at != now:  # verify replays it: an event says when, if not at its time

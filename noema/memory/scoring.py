@@ -107,7 +107,7 @@ def score(
     fade = confidence_fade(memory, reference)
     signals = {
         "text": candidate.text,
-        "recency": recency(memory.recorded_at, reference, config.recency_days),
+        "recency": recency(memory.valid_from, reference, config.recency_days),
         "activation": decayed(
             memory.activation,
             memory.activation_at,
@@ -170,7 +170,7 @@ def confidence_fade(memory: Memory, at: datetime) -> float:
     half_life = CONFIDENCE_HALF_LIFE_DAYS[memory.decay]
     if half_life is None:
         return 1.0
-    age_days = max((at - memory.recorded_at).total_seconds(), 0.0) / SECONDS_PER_DAY
+    age_days = max((at - memory.valid_from).total_seconds(), 0.0) / SECONDS_PER_DAY
     return math.pow(0.5, age_days / half_life)
 
 

@@ -413,6 +413,8 @@ def _replay(event: Event, replay: _Replay) -> None:
                 0.0,
             )
             expected.activation = float(payload["activation"])
+            if isinstance(started := payload.get("activation_at"), str):
+                expected.activation_at = datetime.fromisoformat(started)
             expected.position = replay.position
         replay.memories[target] = expected
         return

@@ -98,11 +98,11 @@ def filter_sql(
         for test, value in (
             (f"m.key = {mark}", filters.key),
             (
-                f"m.recorded_at >= {mark}",
+                f"m.valid_from >= {mark}",
                 None if filters.since is None else to_micros(filters.since),
             ),
             (
-                f"m.recorded_at <= {mark}",
+                f"m.valid_from <= {mark}",
                 None if filters.until is None else to_micros(filters.until),
             ),
             (

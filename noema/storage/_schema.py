@@ -19,6 +19,7 @@ __all__ = [
     "INITIAL_SHARED",
     "KNOWLEDGE_HEALTH",
     "SNAPSHOTS_AND_LEASES",
+    "VALID_TIME_ORDER",
     "WORLDS_AND_HISTORY",
     "Types",
     "render",
@@ -202,4 +203,10 @@ FEDERATION = """
             created_at  $int NOT NULL,
             PRIMARY KEY (mind_id, name)
         )$without_rowid;
+        """
+
+#: A later migration on both backends (ADR 0034): recall's "most recent first" reads
+#: valid time (``valid_from``); the timeline keeps reading ``recorded_at``.
+VALID_TIME_ORDER = """
+        CREATE INDEX memories_mind_status_valid ON memories(mind_id, status, valid_from);
         """

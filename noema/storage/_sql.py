@@ -284,6 +284,13 @@ def find_by_key(s: SqlSession, op: ops.FindActiveByKey) -> list[Memory]:
     return s.memories_where(op.mind_id, "key", op.keys, active=True)
 
 
+_SCAN_ORDER = {
+    "id": " ORDER BY m.id",
+    "recent": " ORDER BY m.valid_from DESC, m.id DESC",
+    "recorded": " ORDER BY m.recorded_at DESC, m.id DESC",
+}
+
+
 def scan_memories(s: SqlSession, op: ops.ScanMemories) -> list[Memory]:
     mark = s.dialect.mark
     params: list[Any] = [op.mind_id]
@@ -292,7 +299,7 @@ def scan_memories(s: SqlSession, op: ops.ScanMemories) -> list[Memory]:
         query += f" AND m.id > {mark}"
         params.append(op.after_id)
     query += " " + filter_sql(s.dialect, op.filters, op.as_of, params)
-    query += " ORDER BY m.id" if op.order == "id" else " ORDER BY m.recorded_at DESC, m.id DESC"
+    query += _SCAN_ORDER[op.order]
     return [memory_from_row(r) for r in s.all(query + _limit(s, op.limit, params), params)]
 
 
@@ -362,7 +369,7 @@ def search_entities(
         f"WHERE mind_id = {mark} AND {among} GROUP BY memory_id) "
         f"SELECT {MEMORY_SELECT}, hits.n FROM hits "
         f"JOIN memories m ON m.mind_id = {mark} AND m.id = hits.memory_id "
-        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.recorded_at DESC, m.id DESC"
+        f"WHERE 1 = 1 {where} ORDER BY hits.n DESC, m.valid_from DESC, m.id DESC"
         + _limit(s, op.limit, params),
         params,
     )

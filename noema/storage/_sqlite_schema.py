@@ -181,6 +181,7 @@ MIGRATIONS: list[Migration] = [
     (7, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
     (8, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
+    (10, "the recent order reads valid time", shared.render(shared.VALID_TIME_ORDER, _TYPES)),
 ]
 
 

@@ -151,12 +151,16 @@ class SearchText(Op[list[tuple[Memory, float]]]):
 
 @dataclass(frozen=True, slots=True)
 class ScanMemories(Op[list[Memory]]):
-    """Memories in ``id`` order (keyset paging with ``after_id``) or most recent first."""
+    """Memories in ``id`` order (keyset paging with ``after_id``) or newest first.
+
+    ``recent``: the latest valid time (``valid_from``) first; ``recorded``: the
+    latest transaction time (``recorded_at``) first; ties by ``id``, descending.
+    """
 
     mind_id: str
     filters: RecallFilters | None = None
     as_of: datetime | None = None
-    order: Literal["id", "recent"] = "id"
+    order: Literal["id", "recent", "recorded"] = "id"
     after_id: str | None = None
     limit: int = 1000
 

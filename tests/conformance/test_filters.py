@@ -100,7 +100,8 @@ SPECS = _specs()
 
 
 def _at(index: int) -> datetime:
-    return SPECS[index].recorded_at
+    """The ``index``-th earliest ``valid_from`` held: what ``since`` and ``until`` test."""
+    return sorted(s.valid_from for s in SPECS)[index]
 
 
 def _cases() -> list[tuple[str, RecallFilters, datetime | None]]:
@@ -126,9 +127,9 @@ def _cases() -> list[tuple[str, RecallFilters, datetime | None]]:
         ("tag with a quote", {"tags": ("q'uote",)}),
         ("tag not ascii", {"tags": ("Ünï",)}),
         ("every tag", {"tags": ("alpha", "beta")}),
-        ("since, on a recorded time", {"since": _at(20)}),
+        ("since, on a valid_from", {"since": _at(20)}),
         ("since, a microsecond after", {"since": _at(20) + timedelta(microseconds=1)}),
-        ("until, on a recorded time", {"until": _at(30)}),
+        ("until, on a valid_from", {"until": _at(30)}),
         ("until, a microsecond before", {"until": _at(30) - timedelta(microseconds=1)}),
         ("since and until", {"since": _at(10), "until": _at(25)}),
         ("since and until on one time", {"since": _at(17), "until": _at(17)}),
@@ -288,6 +289,7 @@ OPS: dict[str, Fetch] = {
     "search entities": lambda m, f, t: ops.SearchEntities(m, [ENTITY], f, t, LIMIT),
     "scan by id": lambda m, f, t: ops.ScanMemories(m, f, t, order="id", limit=LIMIT),
     "scan recent": lambda m, f, t: ops.ScanMemories(m, f, t, order="recent", limit=LIMIT),
+    "scan recorded": lambda m, f, t: ops.ScanMemories(m, f, t, order="recorded", limit=LIMIT),
 }
 
 

@@ -452,9 +452,9 @@ def expected_match(memory: Memory, filters: RecallFilters | None, as_of: datetim
             return False
         if filters.key is not None and memory.key != filters.key:
             return False
-        if filters.since is not None and memory.recorded_at < filters.since:
+        if filters.since is not None and memory.valid_from < filters.since:
             return False
-        if filters.until is not None and memory.recorded_at > filters.until:
+        if filters.until is not None and memory.valid_from > filters.until:
             return False
         if memory.confidence < filters.min_confidence:
             return False
@@ -940,6 +940,20 @@ def test_scan_memories_recent_order(storage: Storage) -> None:
     assert [m.id for m in recent] == [newest.id, *ties, older.id]
     first_two = read(storage, ops.ScanMemories(mind_id, order="recent", limit=2))
     assert [m.id for m in first_two] == [newest.id, ties[0]]
+
+
+def test_scan_memories_recent_reads_valid_time_and_recorded_transaction_time(
+    storage: Storage,
+) -> None:
+    mind_id = ensure_mind(storage, "m")
+    # Said long ago but learned last, and the other way round.
+    told_late = make_memory(mind_id, "told late", at=T0 + 2 * DAY, valid_from=T0)
+    told_early = make_memory(mind_id, "told early", at=T0, valid_from=T0 + DAY)
+    write(storage, ops.InsertMemories([told_late, told_early]))
+    recent = read(storage, ops.ScanMemories(mind_id, order="recent"))
+    assert [m.id for m in recent] == [told_early.id, told_late.id]
+    recorded = read(storage, ops.ScanMemories(mind_id, order="recorded"))
+    assert [m.id for m in recorded] == [told_late.id, told_early.id]
 
 
 def test_scan_activation_pages_in_id_order(storage: Storage) -> None:

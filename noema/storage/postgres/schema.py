@@ -180,6 +180,7 @@ MIGRATIONS: list[Migration] = [
     (6, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
     (7, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (8, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
+    (9, "the recent order reads valid time", shared.render(shared.VALID_TIME_ORDER, _TYPES)),
 ]
 
 
