@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # only annotated: ``noema --help`` imports this module, not p
 
 __all__ = [
     "ConfigError",
+    "Conflict",
     "CrossMindError",
     "IntegrityError",
     "InvalidInput",
@@ -66,6 +67,10 @@ class UsageError(NoemaError, ValueError):
 
 class InvalidInput(UsageError):
     """A value failed validation; the message names the field."""
+
+
+class Conflict(InvalidInput):
+    """The record's state does not allow the change (e.g. retracting a retracted memory)."""
 
 
 class PolicyViolation(UsageError):
