@@ -29,12 +29,10 @@ from test_http import Live
 
 from noema import Mind
 from noema.http.auth import Tokens
-from noema.http.models import PATH_PATTERN
 
 TOKEN = "token-for-ada-only-0123456789"
 #: Generated cases per operation and phase (the coverage phase adds its own).
 EXAMPLES = 15
-PATH = re.compile(PATH_PATTERN)
 
 
 class Seeded:
@@ -57,6 +55,7 @@ class Seeded:
         self.ids = [lisbon.id, tea.id, retracted.id, twin.id, proposal.id, episode.id]
         self.paths = ["personal", "personal/places", "work", "work/project-x"]
         self.peers = ["bobs"]
+        self.min_confidence = mind.config.policy.min_confidence
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +87,8 @@ def api(live: tuple[Live, Seeded]) -> Any:
         }
     )
     loaded = schemathesis.openapi.from_url(f"{server.url}/openapi.json", config=config)
+    world = server.doc["paths"]["/v1/minds/{mind}/worlds/{path}"]["get"]["parameters"]
+    path = re.compile(next(p["schema"].get("pattern", ".*") for p in world if p["name"] == "path"))
     choices = {
         "mind": ["ada", "ada", "ada", "bob"],
         "id": seeded.ids,
@@ -105,14 +106,20 @@ def api(live: tuple[Live, Seeded]) -> Any:
         for name, value in parameters.items():
             known = choices.get(name)
             # A value that breaks its schema stays: it is a negative case's point.
-            valid = isinstance(value, str) and (name != "path" or PATH.fullmatch(value))
+            valid = isinstance(value, str) and (name != "path" or path.fullmatch(value))
             drawn[name] = st.sampled_from([*known, value]) if known and valid else st.just(value)
         return st.fixed_dictionaries(drawn)
 
+    floor = seeded.min_confidence
+
     @loaded.hook
     def filter_case(context: Any, case: Any) -> bool:
-        # What a request's schema cannot say: one field differing from another.
+        # What a request's schema cannot say: one field differing from another, and
+        # the mind's own write policy (its config), which refuses low confidence.
         body = case.body if isinstance(case.body, dict) else {}
+        if case.path.endswith("/memories") and case.method == "POST":
+            confidence = body.get("confidence")
+            return not (isinstance(confidence, int | float) and confidence < floor)
         if case.path.endswith(("/worlds/link", "/worlds/unlink")) and "src" in body:
             return _world(body["src"]) != _world(body.get("dst"))
         if case.path.endswith("/peers") and case.method == "POST":

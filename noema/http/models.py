@@ -51,6 +51,7 @@ from concepts.models import (
 )
 from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME
 from noema._arguments import MAX_INT64
+from noema.memory.health import RULES
 
 __all__ = [
     "BODY_MODELS",
@@ -408,10 +409,13 @@ class EventsQuery(Query):
     memory_id: Id | None = None
 
 
+RuleName = Annotated[str, Field(max_length=100, json_schema_extra={"enum": list(RULES)})]
+
+
 class HealthQuery(Query):
     """Which rules, how many findings per rule, which world."""
 
-    rules: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
+    rules: Annotated[list[RuleName], Field(max_length=64)] = Field(
         default_factory=list, description="default: every rule"
     )
     limit: Annotated[int, Field(ge=1, le=10_000)] = 100

@@ -72,7 +72,8 @@ _JSON_RPC_ERROR: dict[str, Any] = {
 }
 
 
-#: A JSON-RPC 2.0 message: a request or notification (``method``), or a response.
+#: A JSON-RPC 2.0 message: a request (``id`` and ``method``), a notification
+#: (``method``, no ``id``), a result or an error (``id``).
 _JSON_RPC_MESSAGE: dict[str, Any] = {
     "type": "object",
     "required": ["jsonrpc"],
@@ -84,6 +85,26 @@ _JSON_RPC_MESSAGE: dict[str, Any] = {
         "result": {"type": "object"},
         "error": _JSON_RPC_ERROR["properties"]["error"],
     },
+    "oneOf": [
+        {
+            "required": ["id", "method"],
+            "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]},
+        },
+        {
+            "required": ["method"],
+            "not": {
+                "anyOf": [{"required": ["id"]}, {"required": ["result"]}, {"required": ["error"]}]
+            },
+        },
+        {
+            "required": ["id", "result"],
+            "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]},
+        },
+        {
+            "required": ["id", "error"],
+            "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]},
+        },
+    ],
 }
 
 
