@@ -467,6 +467,7 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("get_memory", {"id": "x", "params": {"verbose": "1"}}, 422, "verbose"),
     ("retract", {"id": "no-such-memory", "json": {"reason": "r"}}, 404, None),
     ("retract", {"id": "x", "json": {}}, 422, "reason"),
+    ("retract", {"id": "x", "json": {"reason": "\v"}}, 422, "reason"),
     ("feedback", {"id": "x", "json": {"value": 2}}, 422, "value"),
     ("relate", {"json": {"src": "a", "relation": "likes", "dst": "b"}}, 422, "relation"),
     ("relate", {"json": {"src": "a", "relation": "supports", "dst": "b"}}, 404, None),

@@ -134,7 +134,7 @@ def _rfc3339(value: str) -> str:
 
 Id = Annotated[str, Field(min_length=1, max_length=64)]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=TEXT_PATTERN)]
-Reason = Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS, pattern=NOTE_PATTERN)]
+Reason = Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS, pattern=TEXT_PATTERN)]
 Time = Annotated[
     str,
     Field(
