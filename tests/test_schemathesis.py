@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from test_http import Live
 
+from concepts.episodes import MAX_EPISODE_TOOLS
 from noema import Mind
 from noema.http.auth import Tokens
 
@@ -115,14 +116,20 @@ def api(live: tuple[Live, Seeded]) -> Any:
 
     @loaded.hook
     def filter_case(context: Any, case: Any) -> bool:
-        # What a request's schema cannot say: one field differing from another, and
-        # the mind's own write policy (its config), which refuses low confidence.
+        # What a request's schema cannot say: one field differing from another, how
+        # many distinct tools an episode's actions call, and the mind's own write
+        # policy (its config), which refuses low confidence.
         body = case.body if isinstance(case.body, dict) else {}
         if case.path.endswith("/memories") and case.method == "POST":
             confidence = body.get("confidence")
             return not (isinstance(confidence, int | float) and confidence < floor)
         if case.path.endswith(("/worlds/link", "/worlds/unlink")) and "src" in body:
             return _world(body["src"]) != _world(body.get("dst"))
+        if case.path.endswith("/episodes") and case.method == "POST":
+            actions = body.get("actions")
+            actions = actions if isinstance(actions, list) else []
+            tools = {str(a.get("tool")) for a in actions if isinstance(a, dict)}
+            return len(tools) <= MAX_EPISODE_TOOLS
         if case.path.endswith("/peers") and case.method == "POST":
             return body.get("mind") != (case.path_parameters or {}).get("mind")
         return True

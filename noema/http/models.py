@@ -33,6 +33,7 @@ from concepts import (
 from concepts.episodes import (
     MAX_ACTIONS,
     MAX_EPISODE_TEXT,
+    MAX_EPISODE_TOOLS,
     MAX_ITEMS,
     MAX_LABEL_CHARS,
     MAX_SUMMARY_CHARS,
@@ -203,7 +204,9 @@ class RememberBody(Body):
     tags: Tags = Field(default_factory=list)
     payload: dict[str, Any] = Field(default_factory=dict, description="structured JSON")
     importance: Unit = 0.5
-    confidence: Unit = 0.8
+    confidence: Unit = Field(
+        default=0.8, description="at least the mind's write policy's minimum (default 0.5)"
+    )
     salience: Unit = 0.5
     decay: DecayClass = DecayClass.STABLE
     valid_from: Time | None = None
@@ -295,7 +298,7 @@ class MoveBody(Body):
 
 
 class LinkWorldsBody(Body):
-    """A link from ``src`` to ``dst``: a recall inside ``src`` then sees ``dst``."""
+    """A link from ``src`` to ``dst``, two worlds: a recall inside ``src`` then sees ``dst``."""
 
     src: Path
     dst: Path
@@ -305,7 +308,7 @@ class PeerBody(Body):
     """A read-only subscription to another mind of this store (the token must hold it too)."""
 
     name: Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{PEER_NAME.pattern}$")]
-    mind: Annotated[str, Field(min_length=1, max_length=100)]
+    mind: Annotated[str, Field(min_length=1, max_length=100, description="not this mind")]
 
 
 class PeerFeedbackBody(Body):
@@ -338,7 +341,8 @@ class EpisodeBody(Body):
     agent: Label | None = None
     approach: EpisodeText = ""
     actions: Annotated[list[ActionBody], Field(max_length=MAX_ACTIONS)] = Field(
-        default_factory=list
+        default_factory=list,
+        description=f"calling at most {MAX_EPISODE_TOOLS} distinct tools",
     )
     learnings: Annotated[list[EpisodeText], Field(max_length=MAX_ITEMS)] = Field(
         default_factory=list
