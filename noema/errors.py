@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # only annotated: ``noema --help`` imports this module, not p
 
 __all__ = [
     "ConfigError",
+    "Conflict",
     "CrossMindError",
     "Forbidden",
     "IntegrityError",
@@ -68,6 +69,10 @@ class UsageError(NoemaError, ValueError):
 
 class InvalidInput(UsageError):
     """A value failed validation; the message names the field."""
+
+
+class Conflict(InvalidInput):
+    """The record's state does not allow the change (e.g. retracting a retracted memory)."""
 
 
 class PolicyViolation(UsageError):

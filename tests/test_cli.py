@@ -1724,9 +1724,7 @@ def test_observe_a_text_longer_than_a_query_is_observed_whole(noema: Cli) -> Non
     assert [r["content"] for r in found] == [text]
 
 
-def test_observe_too_long_a_text_is_one_line_and_writes_nothing(
-    noema: Cli, db_path: Path
-) -> None:
+def test_observe_too_long_a_text_is_one_line_and_writes_nothing(noema: Cli, db_path: Path) -> None:
     result = noema("observe", "z" * 100_001)
     assert result.code == 2
     line = result.err_line()

@@ -701,6 +701,11 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("remember", {"json": {"content": "x" * 100_001}}, 422, "content"),
     ("remember", {"json": {"content": "x", "world": "../up"}}, 422, "world"),
     ("remember", {"json": {"content": "x", "valid_from": "yesterday-ish"}}, 422, "valid_from"),
+    ("remember", {"json": {"content": "x", "valid_from": "1767268800"}}, 422, "valid_from"),
+    ("remember", {"json": {"content": "x", "valid_from": "2026-01-01T10:00"}}, 422, "valid_from"),
+    ("remember", {"json": {"content": " \u3000 "}}, 422, "content"),
+    ("remember", {"json": {"content": "x", "tags": ["bell\x07"]}}, 422, "tags.0"),
+    ("remember", {"json": {"content": "x", "payload": {"a": ["\x00"]}}}, 422, None),
     (
         "remember",
         {"json": {"content": "x", "links": [{"relation": "supports", "target": "no"}]}},
@@ -717,9 +722,11 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("recall", {"json": {"query": "x", "min_feedback": 3}}, 422, "min_feedback"),
     ("get_memory", {"id": "no-such-memory"}, 404, None),
     ("get_memory", {"id": "x", "params": {"known_at": "soon"}}, 422, "known_at"),
+    ("get_memory", {"id": "x", "params": {"known_at": ""}}, 422, "known_at"),
     ("get_memory", {"id": "x", "params": {"verbose": "1"}}, 422, "verbose"),
     ("retract", {"id": "no-such-memory", "json": {"reason": "r"}}, 404, None),
     ("retract", {"id": "x", "json": {}}, 422, "reason"),
+    ("retract", {"id": "x", "json": {"reason": "\v"}}, 422, "reason"),
     ("feedback", {"id": "x", "json": {"value": 2}}, 422, "value"),
     ("relate", {"json": {"src": "a", "relation": "likes", "dst": "b"}}, 422, "relation"),
     ("relate", {"json": {"src": "a", "relation": "supports", "dst": "b"}}, 404, None),
@@ -731,6 +738,8 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("show_world", {"path": "nowhere"}, 404, None),
     ("create_world", {"json": {"path": "a/" * 20}}, 422, None),
     ("rename_world", {"json": {"path": "nowhere", "name": "x"}}, 404, None),
+    ("rename_world", {"json": {"path": "/", "name": "x"}}, 422, "path"),
+    ("move_world", {"json": {"path": "", "parent": "a"}}, 422, "path"),
     ("peer_feedback", {"name": "nobody", "json": {"value": 1.0}}, 404, None),
     ("remove_peer", {"name": "nobody"}, 404, None),
     ("add_peer", {"json": {"name": "b", "mind": "bob", "url": "sqlite:////etc/x"}}, 422, "url"),
@@ -761,6 +770,7 @@ def test_bad_input_is_a_one_line_4xx_and_writes_nothing(live: Live) -> None:
     url = path_of("recall", mind="ada")
     for content, kind, status in (
         (b'{"query": "x"', "application/json", 400),
+        (b" \n", "application/json", 400),
         (b"\xff\xfe not utf-8", "application/json", 400),
         (b"[" * 10_000 + b"]" * 10_000, "application/json", 400),
         (b'{"query": "x", "min_confidence": NaN}', "application/json", 422),
@@ -783,10 +793,37 @@ def test_bad_input_is_a_one_line_4xx_and_writes_nothing(live: Live) -> None:
     assert api.ok("verify", mind="ada")["ok"] is True
 
 
+def test_a_change_the_state_forbids_is_a_409(live: Live) -> None:
+    api = Api(live, TOKEN_A)
+    kept = api.ok("remember", mind="ada", json={"content": "Ada lives in Lisbon"})
+    api.ok("verify_memory", mind="ada", id=kept["id"], json={})
+    api.error("verify_memory", 409, mind="ada", id=kept["id"], json={})
+    api.ok("retract", mind="ada", id=kept["id"], json={"reason": "she moved"})
+    again = api.error("retract", 409, mind="ada", id=kept["id"], json={"reason": "again"})
+    assert "already retracted" in again["error"]
+    api.error("supersede", 409, mind="ada", id=kept["id"], json={"content": "Ada lives in Porto"})
+
+
+def test_what_json_and_http_allow_is_taken(live: Live) -> None:
+    api = Api(live, TOKEN_A)
+    api.ok(
+        "remember", mind="ada", json={"content": "Ada lives in Lisbon", "valid_from": "2026-01-01"}
+    )
+    found = api.ok("recall", mind="ada", json={"query": "Lisbon", "limit": 5.0, "seed": 7.0})
+    assert len(found["results"]) == 1
+    api.error("recall", 422, mind="ada", json={"query": "Lisbon", "limit": 5.5})
+    for name, methods in (("list_memories", {"GET", "POST"}), ("list_worlds", {"GET", "POST"})):
+        reply = api.http.request("OPTIONS", path_of(name, mind="ada"))
+        assert reply.status_code == 405, reply.text
+        assert methods <= {m.strip() for m in reply.headers["allow"].split(",")}
+        assert_one_line_error(reply)
+
+
 def test_noemas_errors_map_to_statuses() -> None:
     expected = {
         errors.NotFound("x"): 404,
         errors.TemporalOrderError("x"): 409,
+        errors.Conflict("x"): 409,
         errors.InvalidInput("x"): 422,
         errors.PolicyViolation("x"): 422,
         errors.CrossMindError("x"): 422,

@@ -48,6 +48,7 @@ from noema import __version__, access
 from noema.access import NOBODY, Caller
 from noema.errors import (
     ConfigError,
+    Conflict,
     CrossMindError,
     Forbidden,
     InvalidInput,
@@ -96,7 +97,7 @@ def status_of(exc: NoemaError) -> int:
         return 404
     if isinstance(exc, Forbidden):
         return 403
-    if isinstance(exc, TemporalOrderError):
+    if isinstance(exc, TemporalOrderError | Conflict):
         return 409
     if isinstance(exc, InvalidInput | PolicyViolation | CrossMindError | ConfigError):
         return 422
@@ -192,11 +193,11 @@ class _Api:
             raise _validation(exc, where="query") from None
 
     async def body(self, model: type[BaseModel] | None, request: Request) -> Any:
-        """The JSON body checked against ``model``; an empty body is ``{}``."""
+        """The JSON body checked against ``model``; an empty body (no byte) is ``{}``."""
         if model is None:
             return None
         raw = await self.read(request)
-        if not raw.strip():
+        if not raw:  # white space alone is not JSON (400), as the document says
             raw = b"{}"
         else:
             kind = request.headers.get("content-type", "")
@@ -233,10 +234,15 @@ class _Api:
 
     # ------------------------------------------------------------ the answer
 
-    def endpoint(self, operation: Operation) -> Callable[[Request], Any]:
-        """The Starlette endpoint of one operation."""
+    def endpoint(self, operations: Mapping[str, Operation]) -> Callable[[Request], Any]:
+        """The Starlette endpoint of one path: its operations by method (HEAD: GET's).
+
+        One route a path, so a 405's ``Allow`` names every method the path has.
+        """
 
         async def answer(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            operation = operations[method]
             try:
                 return await self._answer(operation, request)
             except HttpError as exc:
@@ -255,7 +261,7 @@ class _Api:
                 logger.exception("%s %s failed", request.method, request.url.path)
                 return error_response(500, "internal error: the server's log has the details")
 
-        answer.__name__ = operation.name
+        answer.__name__ = "_".join(op.name for op in operations.values())
         return answer
 
     async def _answer(self, operation: Operation, request: Request) -> Response:
@@ -438,8 +444,12 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(api.document)
 
+    by_path: dict[str, dict[str, Operation]] = {}
+    for op in OPERATIONS:
+        by_path.setdefault(op.path, {})[op.method] = op
     routes = [
-        Route(op.path, api.endpoint(op), methods=[op.method], name=op.name) for op in OPERATIONS
+        Route(path, api.endpoint(ops), methods=list(ops), name=next(iter(ops.values())).name)
+        for path, ops in by_path.items()
     ]
     routes.append(Route("/openapi.json", openapi, methods=["GET"], name="openapi"))
     routes.append(Route(MCP_PATH, _McpEndpoint(api), methods=["GET", "POST", "DELETE"], name="mcp"))

@@ -10,9 +10,10 @@ is built from the same models the routes use.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from concepts import (
     MAX_NOTE_CHARS,
@@ -32,6 +33,7 @@ from concepts import (
 from concepts.episodes import (
     MAX_ACTIONS,
     MAX_EPISODE_TEXT,
+    MAX_EPISODE_TOOLS,
     MAX_ITEMS,
     MAX_LABEL_CHARS,
     MAX_SUMMARY_CHARS,
@@ -39,6 +41,7 @@ from concepts.episodes import (
     EpisodeStats,
     Outcome,
 )
+from concepts.federation import PEER_NAME
 from concepts.models import (
     MAX_CONTENT_CHARS,
     MAX_KEY_CHARS,
@@ -47,7 +50,9 @@ from concepts.models import (
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
+from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME
 from noema._arguments import MAX_INT64
+from noema.memory.health import RULES
 
 __all__ = [
     "BODY_MODELS",
@@ -63,15 +68,96 @@ __all__ = [
 WriteChannel = Literal["user", "tool", "source", "low"]
 WRITE_CHANNELS: tuple[str, ...] = ("user", "tool", "source", "low")
 
+# What the mind accepts, as patterns the OpenAPI document carries: the mind strips
+# white space (``str.isspace``) around text and refuses text that is then empty, a
+# NUL anywhere, and a control character (Unicode Cc) in a key, tag or label.
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_CONTROL = r"\x00-\x1f\x7f-\x9f"
+#: Text without NUL holding something besides white space.
+TEXT_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
+#: Text without NUL.
+NOTE_PATTERN = r"^[^\x00]*$"
+#: A key, tag or label: no control character, something besides white space.
+LABEL_PATTERN = rf"^[^{_CONTROL}]*[^{_CONTROL}{_SPACE}][^{_CONTROL}]*$"
+_NAME = WORLD_NAME.pattern
+_PATH_SPACE = rf"[{_SPACE}]*"
+#: A world path: names joined by ``/`` (slashes at either end and surrounding white
+#: space ignored; empty: the root), at most ``MAX_WORLD_DEPTH`` deep.
+PATH_PATTERN = (
+    rf"^{_PATH_SPACE}/*(?:{_NAME}(?:/{_NAME}){{0,{MAX_WORLD_DEPTH - 1}}})?/*{_PATH_SPACE}$"
+)
+#: A world path that is not the root's.
+WORLD_PATTERN = rf"^{_PATH_SPACE}/*{_NAME}(?:/{_NAME}){{0,{MAX_WORLD_DEPTH - 1}}}/*{_PATH_SPACE}$"
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2}))?"
+)
+
+
+#: A JSON value whose strings, keys too, hold no NUL (what a memory's payload may hold).
+PLAIN_JSON: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": NOTE_PATTERN},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": "#/components/schemas/PlainJson"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NOTE_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/PlainJson"},
+        },
+    ]
+}
+
+
+#: A payload's schema in the document (pydantic cannot write a ``$ref`` of its own).
+PAYLOAD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "structured JSON",
+    "propertyNames": {"pattern": NOTE_PATTERN},
+    "additionalProperties": {"$ref": "#/components/schemas/PlainJson"},
+}
+
+
+def _whole(value: Any) -> Any:
+    # JSON has one number type: 5.0 is the integer 5 (as JSON Schema counts it).
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: Makes an integer of a JSON body ``5`` or ``5.0``, never ``5.5``, ``"5"`` or ``true``
+#: (after its ``Field``, so the document keeps the bounds).
+WHOLE = BeforeValidator(_whole)
+
+
+def _rfc3339(value: str) -> str:
+    if not _RFC3339.fullmatch(value):
+        raise ValueError("not an RFC 3339 date-time or date (2026-01-31T09:30:00Z, 2026-01-31)")
+    return value
+
+
 Id = Annotated[str, Field(min_length=1, max_length=64)]
-Text = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)]
-Reason = Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=TEXT_PATTERN)]
+Reason = Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS, pattern=TEXT_PATTERN)]
 Time = Annotated[
-    str, Field(max_length=64, description="an ISO 8601 date or time (UTC when no offset)")
+    str,
+    Field(
+        max_length=64,
+        description="an RFC 3339 date-time with its offset, or a date (midnight UTC)",
+        json_schema_extra={"anyOf": [{"format": "date-time"}, {"format": "date"}]},
+    ),
+    AfterValidator(_rfc3339),
 ]
-Path = Annotated[str, Field(max_length=2_000, description="a world path, e.g. work/project-x")]
-KeyText = Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS)]
-TagText = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+Path = Annotated[
+    str,
+    Field(
+        max_length=2_000,
+        pattern=PATH_PATTERN,
+        description="a world path, e.g. work/project-x ('' or '/': the root)",
+    ),
+]
+World = Annotated[
+    str, Field(max_length=2_000, pattern=WORLD_PATTERN, description="a world path, not the root")
+]
+KeyText = Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=LABEL_PATTERN)]
+TagText = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=LABEL_PATTERN)]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Signed = Annotated[float, Field(ge=-1.0, le=1.0)]
@@ -114,11 +200,13 @@ class RememberBody(Body):
     key: KeyText | None = Field(
         default=None, description="a subject key (user.home_city): a new value supersedes the old"
     )
-    summary: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)] | None = None
+    summary: Annotated[str, Field(max_length=MAX_CONTENT_CHARS, pattern=NOTE_PATTERN)] | None = None
     tags: Tags = Field(default_factory=list)
     payload: dict[str, Any] = Field(default_factory=dict, description="structured JSON")
     importance: Unit = 0.5
-    confidence: Unit = 0.8
+    confidence: Unit = Field(
+        default=0.8, description="at least the mind's write policy's minimum (default 0.5)"
+    )
     salience: Unit = 0.5
     decay: DecayClass = DecayClass.STABLE
     valid_from: Time | None = None
@@ -130,7 +218,7 @@ class RecallBody(Body):
     """A recall: the query, how many results, and the filters."""
 
     query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = ""
-    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = 10
     kinds: list[MemoryKind] = Field(default_factory=list)
     epistemics: list[Epistemic] = Field(default_factory=list)
     statuses: list[Status] = Field(default_factory=list, description="default: active")
@@ -149,7 +237,7 @@ class RecallBody(Body):
     mode: Literal["any", "strict"] = Field(default="any", description="strict: every word")
     fusion: Literal["weighted", "rrf"] | None = None
     explore: bool = False
-    seed: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_INT64), WHOLE] | None = None
     deep: bool = Field(default=False, description="rerank a wide pool (slower)")
     peek: bool = Field(default=False, description="do not reinforce or log the recall")
     federated: bool = Field(default=True, description="false: ask no peer")
@@ -171,7 +259,7 @@ class FeedbackBody(Body):
     """A rating from -1 (wrong, useless) to 1 (true, useful)."""
 
     value: Signed
-    note: Annotated[str, Field(max_length=MAX_NOTE_CHARS)] | None = None
+    note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, pattern=NOTE_PATTERN)] | None = None
 
 
 class ReasonBody(Body):
@@ -198,19 +286,19 @@ class WorldBody(Body):
 class RenameBody(Body):
     """A new name for a world, under the same parent."""
 
-    path: Path
-    name: Annotated[str, Field(min_length=1, max_length=64)]
+    path: World
+    name: Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{_NAME}$")]
 
 
 class MoveBody(Body):
     """Where a world (and every world below it) goes."""
 
-    path: Path
+    path: World
     parent: Path
 
 
 class LinkWorldsBody(Body):
-    """A link from ``src`` to ``dst``: a recall inside ``src`` then sees ``dst``."""
+    """A link from ``src`` to ``dst``, two worlds: a recall inside ``src`` then sees ``dst``."""
 
     src: Path
     dst: Path
@@ -222,8 +310,8 @@ class PeerBody(Body):
     Only on a server started with ``--allow-federation``.
     """
 
-    name: Annotated[str, Field(min_length=1, max_length=64)]
-    mind: Annotated[str, Field(min_length=1, max_length=100)]
+    name: Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{PEER_NAME.pattern}$")]
+    mind: Annotated[str, Field(min_length=1, max_length=100, description="not this mind")]
 
 
 class PeerFeedbackBody(Body):
@@ -236,27 +324,28 @@ class PeerFeedbackBody(Body):
 class ActionBody(Body):
     """One tool call of a run, summarised."""
 
-    tool: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-    arguments: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS)] = ""
-    result: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS)] = ""
+    tool: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=LABEL_PATTERN)]
+    arguments: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS, pattern=NOTE_PATTERN)] = ""
+    result: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS, pattern=NOTE_PATTERN)] = ""
     duration_ms: Annotated[float, Field(ge=0.0)] | None = None
     failed: bool = False
 
 
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-EpisodeText = Annotated[str, Field(max_length=MAX_EPISODE_TEXT)]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=LABEL_PATTERN)]
+EpisodeText = Annotated[str, Field(max_length=MAX_EPISODE_TEXT, pattern=NOTE_PATTERN)]
 
 
 class EpisodeBody(Body):
     """One agent run: what was asked, by whom, how, and how it went."""
 
-    task: Annotated[str, Field(min_length=1, max_length=MAX_EPISODE_TEXT)]
+    task: Annotated[str, Field(min_length=1, max_length=MAX_EPISODE_TEXT, pattern=TEXT_PATTERN)]
     outcome: Outcome
     role: Label | None = None
     agent: Label | None = None
     approach: EpisodeText = ""
     actions: Annotated[list[ActionBody], Field(max_length=MAX_ACTIONS)] = Field(
-        default_factory=list
+        default_factory=list,
+        description=f"calling at most {MAX_EPISODE_TOOLS} distinct tools",
     )
     learnings: Annotated[list[EpisodeText], Field(max_length=MAX_ITEMS)] = Field(
         default_factory=list
@@ -282,7 +371,7 @@ class EpisodeRecallBody(Body):
     tool: Label | None = None
     prefer: Outcome = Outcome.SUCCESS
     world: Path | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = 10
     peek: bool = Field(default=False, description="do not reinforce or log the recall")
 
 
@@ -334,10 +423,13 @@ class EventsQuery(Query):
     memory_id: Id | None = None
 
 
+RuleName = Annotated[str, Field(max_length=100, json_schema_extra={"enum": list(RULES)})]
+
+
 class HealthQuery(Query):
     """Which rules, how many findings per rule, which world."""
 
-    rules: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
+    rules: Annotated[list[RuleName], Field(max_length=64)] = Field(
         default_factory=list, description="default: every rule"
     )
     limit: Annotated[int, Field(ge=1, le=10_000)] = 100

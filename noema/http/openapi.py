@@ -17,7 +17,7 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel
 
-from noema.http.models import ErrorOut
+from noema.http.models import PATH_PATTERN, PAYLOAD_SCHEMA, PLAIN_JSON, ErrorOut, RememberBody
 
 __all__ = ["MCP_PATH", "Operation", "build_document", "openapi_path"]
 
@@ -29,13 +29,83 @@ _ERRORS: dict[str, str] = {
     "401": "no token, or one this server does not know",
     "403": "the token does not open this mind",
     "404": "no such mind, memory, proposal, world or peer",
-    "409": "the request contradicts what the mind holds (e.g. an ordering edge)",
+    "409": (
+        "the request contradicts what the mind holds (an ordering edge against the "
+        "memories' times, a memory already retracted, a proposal already decided)"
+    ),
     "413": "the body is larger than the server takes",
     "415": "a body that is not application/json",
+    "421": "the request's Host is not a name this server answers to",
     "422": "a field is missing, of the wrong type, out of range or unknown",
     "503": "the database failed; try again",
 }
 _PUBLIC_ERRORS = ("400", "404", "422")
+#: The headers of a 401: the scheme the server asks for.
+_CHALLENGE = {
+    "WWW-Authenticate": {
+        "description": "the scheme to authenticate with",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^Bearer "},
+    }
+}
+#: The schemas of path parameters other than a plain string.
+_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "path": {
+        "type": "string",
+        "pattern": PATH_PATTERN,
+        "description": "a world path, e.g. work/project-x",
+    },
+}
+#: An error of the MCP transport: a JSON-RPC error object without a request id.
+_JSON_RPC_ERROR: dict[str, Any] = {
+    "type": "object",
+    "required": ["jsonrpc", "error"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer", "null"]},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {}},
+        },
+    },
+}
+
+
+#: A JSON-RPC 2.0 message: a request (``id`` and ``method``), a notification
+#: (``method``, no ``id``), a result or an error (``id``).
+_JSON_RPC_MESSAGE: dict[str, Any] = {
+    "type": "object",
+    "required": ["jsonrpc"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer"]},
+        "method": {"type": "string"},
+        "params": {"type": "object"},
+        "result": {"type": "object"},
+        "error": _JSON_RPC_ERROR["properties"]["error"],
+    },
+    "oneOf": [
+        {
+            "required": ["id", "method"],
+            "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]},
+        },
+        {
+            "required": ["method"],
+            "not": {
+                "anyOf": [{"required": ["id"]}, {"required": ["result"]}, {"required": ["error"]}]
+            },
+        },
+        {
+            "required": ["id", "result"],
+            "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]},
+        },
+        {
+            "required": ["id", "error"],
+            "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]},
+        },
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -107,7 +177,12 @@ class _Schemas:
 
 def _parameters(operation: Operation) -> list[dict[str, Any]]:
     parameters: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": _PATH_PARAMETERS.get(name, {"type": "string"}),
+        }
         for name in re.findall(r"\{(\w+)(?::\w+)?\}", operation.path)
     ]
     if operation.query is None:
@@ -160,6 +235,8 @@ def _responses(operation: Operation, schemas: _Schemas) -> dict[str, Any]:
         codes = [c for c in codes if c not in ("413", "415")]
     for code in codes:
         responses[code] = {"description": _ERRORS[code], "content": error}
+    if "401" in responses:
+        responses["401"]["headers"] = _CHALLENGE
     return responses
 
 
@@ -188,6 +265,10 @@ def build_document(
             }
         paths.setdefault(openapi_path(operation.path), {})[operation.method.lower()] = entry
     paths[MCP_PATH] = _mcp_entry()
+    schemas.found["JsonRpcError"] = _JSON_RPC_ERROR
+    schemas.found["JsonRpcMessage"] = _JSON_RPC_MESSAGE
+    schemas.found["PlainJson"] = PLAIN_JSON
+    schemas.found[RememberBody.__name__]["properties"]["payload"] = PAYLOAD_SCHEMA
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -211,33 +292,79 @@ def build_document(
 
 
 def _mcp_entry() -> dict[str, Any]:
-    parameters = [{"name": "mind", "in": "path", "required": True, "schema": {"type": "string"}}]
+    mind = {"name": "mind", "in": "path", "required": True, "schema": {"type": "string"}}
+
+    def session(required: bool) -> dict[str, Any]:
+        return {
+            "name": "Mcp-Session-Id",
+            "in": "header",
+            "required": required,
+            "description": "the session an initialize request opened",
+            "schema": {"type": "string", "minLength": 1},
+        }
+
+    ours = {"application/json": {"schema": _ref(ErrorOut.__name__)}}
+    transport = {"application/json": {"schema": _ref("JsonRpcError")}}
     described = {
         "description": "an MCP message or stream (JSON-RPC; see the MCP specification)",
         "content": {"application/json": {}, "text/event-stream": {}},
     }
-    errors = {
-        code: {
-            "description": _ERRORS[code],
-            "content": {"application/json": {"schema": _ref(ErrorOut.__name__)}},
-        }
-        for code in ("401", "403", "404")
+    responses: dict[str, Any] = {
+        "200": described,
+        "400": {
+            "description": "not a JSON-RPC message, or no session (only initialize opens one)",
+            "content": transport,
+        },
+        "401": {"description": _ERRORS["401"], "content": ours, "headers": _CHALLENGE},
+        "403": {"description": _ERRORS["403"], "content": ours},
+        "404": {
+            "description": "no such mind, or no such session (it ended or never began)",
+            "content": {
+                "application/json": {
+                    "schema": {"anyOf": [_ref(ErrorOut.__name__), _ref("JsonRpcError")]}
+                }
+            },
+        },
+        "406": {
+            "description": "Accept does not take application/json and text/event-stream",
+            "content": transport,
+        },
+        "421": {"description": _ERRORS["421"], "content": ours},
     }
-    entry: dict[str, Any] = {}
-    for method, summary in (
-        ("post", "send MCP messages (streamable HTTP): the mind's memory tools"),
-        ("get", "open the MCP session's stream of server messages"),
-        ("delete", "end the MCP session"),
-    ):
-        entry[method] = {
-            "operationId": f"mcp_{method}",
-            "summary": summary,
-            "tags": ["mcp"],
-            "parameters": parameters,
-            "responses": {"200": described, **errors},
-        }
-    entry["post"]["requestBody"] = {
-        "required": True,
-        "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
+    entry: dict[str, Any] = {
+        "post": {
+            "operationId": "mcp_post",
+            "summary": "send MCP messages (streamable HTTP): the mind's memory tools",
+            "parameters": [mind, session(False)],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref("JsonRpcMessage")}},
+            },
+            "responses": {
+                **responses,
+                "202": {"description": "a notification or response, taken"},
+                "415": {"description": "a body that is not application/json", "content": transport},
+            },
+        },
+        "get": {
+            "operationId": "mcp_get",
+            "summary": "open the MCP session's stream of server messages",
+            "parameters": [mind, session(True)],
+            "responses": {
+                **responses,
+                "409": {
+                    "description": "the session's stream is open already",
+                    "content": transport,
+                },
+            },
+        },
+        "delete": {
+            "operationId": "mcp_delete",
+            "summary": "end the MCP session",
+            "parameters": [mind, session(True)],
+            "responses": responses,
+        },
     }
+    for method in entry.values():
+        method["tags"] = ["mcp"]
     return entry

@@ -36,7 +36,7 @@ from concepts import (
 from noema.clock import Clock, iso
 from noema.config import MindConfig
 from noema.embeddings import Embedder
-from noema.errors import InvalidInput, NotFound, PolicyViolation, TemporalOrderError
+from noema.errors import Conflict, InvalidInput, NotFound, PolicyViolation, TemporalOrderError
 from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import created_payload
@@ -660,7 +660,7 @@ class Reconciler:
             now = self.clock.now()
             memory = self._get(session, memory_id)
             if memory.status == Status.RETRACTED:
-                raise InvalidInput(f"memory {memory_id} is already retracted")
+                raise Conflict(f"memory {memory_id} is already retracted")
             log = EventLog(self.mind.id, now)
             action = log.add(
                 EventKind.OPERATOR_ACTION,
@@ -701,7 +701,7 @@ class Reconciler:
             now = self.clock.now()
             memory = self._get(session, memory_id)
             if memory.lifecycle not in allowed:
-                raise InvalidInput(
+                raise Conflict(
                     f"cannot {action} memory {memory_id}: it is {memory.lifecycle.value}"
                 )
             log = EventLog(self.mind.id, now)
@@ -904,7 +904,7 @@ class Reconciler:
                 raise NotFound(f"no proposal {relationship_id} in mind {self.mind.name!r}")
             edge = found[0]
             if edge.status != RelationStatus.PROPOSED:
-                raise InvalidInput(f"relationship {relationship_id} is not a pending proposal")
+                raise Conflict(f"relationship {relationship_id} is not a pending proposal")
             log = EventLog(self.mind.id, now)
             pending = _Pending(now=now, created={}, changed={}, known={})
             decided = self._settle(
@@ -1072,4 +1072,4 @@ def _check_edge(src: str, src_time: datetime, relation: Relation, dst: Memory) -
             f"({iso(src_time)} > {iso(dst.valid_from)})"
         )
     if relation == Relation.SUPERSEDES and dst.status != Status.ACTIVE:
-        raise InvalidInput(f"cannot supersede memory {dst.id}: it is {dst.status.value}")
+        raise Conflict(f"cannot supersede memory {dst.id}: it is {dst.status.value}")

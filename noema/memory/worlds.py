@@ -30,7 +30,7 @@ from concepts import (
 )
 from noema.clock import Clock
 from noema.config import MindConfig
-from noema.errors import InvalidInput, NotFound
+from noema.errors import Conflict, InvalidInput, NotFound
 from noema.ids import new_id
 from noema.memory.events import EventLog
 from noema.memory.policy import screen_name
@@ -280,7 +280,7 @@ class Worlds:
             world = self._stored(tree, path)
             parent = tree.get(parent_path)
             if parent in tree.subtree(world.id):
-                raise InvalidInput(
+                raise Conflict(
                     f"world {tree.path(world.id)!r} cannot move under itself "
                     f"({normalise_world_path(parent_path)!r})"
                 )
@@ -328,7 +328,7 @@ class Worlds:
     def _free(self, tree: WorldTree, parent: str, name: str, path: str) -> None:
         taken = tree.find("/".join(p for p in (tree.path(parent), name) if p))
         if taken is not None:
-            raise InvalidInput(
+            raise Conflict(
                 f"world {normalise_world_path(path)!r}: "
                 f"{'/'.join(p for p in (tree.path(parent), name) if p)!r} already exists"
             )
