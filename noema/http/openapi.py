@@ -17,7 +17,15 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel
 
-from noema.http.models import PATH_PATTERN, PAYLOAD_SCHEMA, PLAIN_JSON, ErrorOut, RememberBody
+from concepts.models import MAX_KEY_CHARS
+from noema.http.models import (
+    LABEL_PATTERN,
+    PATH_PATTERN,
+    PAYLOAD_SCHEMA,
+    PLAIN_JSON,
+    ErrorOut,
+    RememberBody,
+)
 
 __all__ = ["MCP_PATH", "Operation", "build_document", "openapi_path"]
 
@@ -54,6 +62,13 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
         "type": "string",
         "pattern": PATH_PATTERN,
         "description": "a world path, e.g. work/project-x",
+    },
+    "key": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_KEY_CHARS,
+        "pattern": LABEL_PATTERN,
+        "description": "a fact's subject key, e.g. user.home_city",
     },
 }
 #: An error of the MCP transport: a JSON-RPC error object without a request id.
