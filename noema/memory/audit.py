@@ -185,7 +185,12 @@ def fixed_record(memory: Memory) -> dict[str, Any]:
 
 
 def created_payload(memory: Memory) -> dict[str, Any]:
-    """What a ``memory_created`` event records beyond kind, channel and key."""
+    """What a ``memory_created`` event records beyond kind, channel and key.
+
+    ``history``: the store keeps every earlier state of this memory as a history
+    span from its recording on, so verify requires them (memories written before
+    history was kept, ADR 0018, have some of theirs only).
+    """
     return {
         "record": fixed_record(memory),
         "alpha": memory.alpha,
@@ -193,4 +198,5 @@ def created_payload(memory: Memory) -> dict[str, Any]:
         "confidence": memory.confidence,
         "activation": memory.activation,
         "lifecycle": memory.lifecycle.value,
+        "history": True,
     }

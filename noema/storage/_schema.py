@@ -18,6 +18,7 @@ __all__ = [
     "FEDERATION",
     "INITIAL_SHARED",
     "KNOWLEDGE_HEALTH",
+    "MIND_DIGEST",
     "SNAPSHOTS_AND_LEASES",
     "WORLDS_AND_HISTORY",
     "Types",
@@ -202,4 +203,12 @@ FEDERATION = """
             created_at  $int NOT NULL,
             PRIMARY KEY (mind_id, name)
         )$without_rowid;
+        """
+
+#: A later migration on both backends (ADR 0037): each mind's row is hashed
+#: (``noema.ids.mind_digest``) so verify shows an edited name or creation time.
+#: ``$mind_digest`` is the backend's SQL of that hash over the row's columns.
+MIND_DIGEST = """
+        ALTER TABLE minds ADD COLUMN digest $text;
+        UPDATE minds SET digest = $mind_digest;
         """

@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from noema.ids import mind_digest
 from noema.storage import _schema as shared
 from noema.storage._migrations import Migration, Migrator
 from noema.storage._sqlite_text import create_missing_text_indexes
@@ -181,6 +182,14 @@ MIGRATIONS: list[Migration] = [
     (7, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
     (8, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
+    (
+        10,
+        "a digest of each mind's row",
+        shared.render(
+            shared.MIND_DIGEST,
+            {**_TYPES, "mind_digest": "noema_mind_digest(id, name, created_at)"},
+        ),
+    ),
 ]
 
 
@@ -214,6 +223,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
     Then every mind has its full-text tables (those of minds older than
     migration 5 are created here).
     """
+    conn.create_function("noema_mind_digest", 3, mind_digest, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
     try:
         _Migrator(conn, path).run(MIGRATIONS)

@@ -45,6 +45,12 @@ _TYPES: shared.Types = {
     "without_rowid": "",
 }
 
+#: ``noema.ids.mind_digest`` of a ``minds`` row, in SQL.
+_MIND_DIGEST = (
+    "encode(sha256(convert_to(id || chr(31) || name || chr(31) || created_at::text, 'UTF8')), "
+    "'hex')"
+)
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -180,6 +186,11 @@ MIGRATIONS: list[Migration] = [
     (6, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
     (7, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (8, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
+    (
+        9,
+        "a digest of each mind's row",
+        shared.render(shared.MIND_DIGEST, {**_TYPES, "mind_digest": _MIND_DIGEST}),
+    ),
 ]
 
 
