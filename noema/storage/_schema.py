@@ -207,8 +207,8 @@ FEDERATION = """
 
 #: A later migration on both backends (ADR 0037): each mind's row is hashed
 #: (``noema.ids.mind_digest``) so verify shows an edited name or creation time.
-#: ``$mind_digest`` is the backend's SQL of that hash over the row's columns.
+#: The digests of the minds already there are written by the backend: PostgreSQL
+#: in the same migration, SQLite (which has no sha256 in SQL) right after it.
 MIND_DIGEST = """
         ALTER TABLE minds ADD COLUMN digest $text;
-        UPDATE minds SET digest = $mind_digest;
         """

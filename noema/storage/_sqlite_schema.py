@@ -182,14 +182,7 @@ MIGRATIONS: list[Migration] = [
     (7, "lifecycle, edge evidence, co-occurrence", shared.render(shared.KNOWLEDGE_HEALTH, _TYPES)),
     (8, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
-    (
-        10,
-        "a digest of each mind's row",
-        shared.render(
-            shared.MIND_DIGEST,
-            {**_TYPES, "mind_digest": "noema_mind_digest(id, name, created_at)"},
-        ),
-    ),
+    (10, "a digest of each mind's row", shared.render(shared.MIND_DIGEST, _TYPES)),
 ]
 
 
@@ -221,18 +214,28 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Bring the database at ``path`` up to date in one write transaction.
 
     Then every mind has its full-text tables (those of minds older than
-    migration 5 are created here).
+    migration 5 are created here) and, once migration 10 has run, its digest.
     """
-    conn.create_function("noema_mind_digest", 3, mind_digest, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
     try:
+        digests = _has_column(conn, "minds", "digest")
         _Migrator(conn, path).run(MIGRATIONS)
         create_missing_text_indexes(conn)
+        if not digests:  # migration 10 just ran: the minds already there get their digest
+            rows = conn.execute("SELECT id, name, created_at FROM minds").fetchall()
+            conn.executemany(
+                "UPDATE minds SET digest = ? WHERE id = ?",
+                [(mind_digest(*row), row[0]) for row in rows],
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # SQLite may have rolled back already; keep the first error
             conn.execute("ROLLBACK")
         raise
+
+
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def _split_sql(script: str) -> list[str]:

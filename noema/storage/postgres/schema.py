@@ -189,7 +189,7 @@ MIGRATIONS: list[Migration] = [
     (
         9,
         "a digest of each mind's row",
-        shared.render(shared.MIND_DIGEST, {**_TYPES, "mind_digest": _MIND_DIGEST}),
+        shared.render(shared.MIND_DIGEST, _TYPES) + f"UPDATE minds SET digest = {_MIND_DIGEST};\n",
     ),
 ]
 
