@@ -5,8 +5,9 @@ the world ops (the tree, its links, its composed vectors, counts), the isolation
 of one world from its siblings by ``RecallFilters.worlds`` on every read path
 that takes filters, the history ``UpdateMemories`` keeps of a memory's status,
 lifecycle and validity (``MemoryStates``), ``RecallFilters.known_at`` on every
-read path, and ``ReadStoredRows``: what verify reads of these tables. Like that file, every test runs on every backend, speaks only in
-``ops`` records and never reads the database behind the protocol's back.
+read path, and ``ReadStoredRows``: what verify reads of these tables. Like that
+file, every test runs on every backend, speaks only in ``ops`` records and never
+reads the database behind the protocol's back.
 """
 
 from __future__ import annotations
