@@ -9,7 +9,7 @@ from datetime import datetime
 
 from concepts import MemoryKind
 
-__all__ = ["content_hash", "new_id"]
+__all__ = ["content_hash", "mind_digest", "new_id"]
 
 
 # Ids need uniqueness, not secrecy: a generator seeded from the OS (and reseeded in
@@ -44,4 +44,14 @@ def content_hash(kind: MemoryKind | str, content: str, key: str | None, world: s
     text = f"{kind}\x1f{key or ''}\x1f{folded}"
     if world:
         text += f"\x1f{world}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def mind_digest(mind_id: str, name: str, created_micros: int) -> str:
+    """sha256 over a mind's row: its id, name and creation time in microseconds since the epoch.
+
+    Stored beside the row (``minds.digest``) and checked by verify, so a renamed
+    mind shows. The same text is hashed in SQL by the migration that added it.
+    """
+    text = f"{mind_id}\x1f{name}\x1f{created_micros}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

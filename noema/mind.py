@@ -1252,8 +1252,10 @@ class Mind:
 
     @checked
     def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:
-        """Check the audit chain, its events, and every memory and edge against them.
+        """Check the audit chain, its events, and every row of the mind against them.
 
+        Memories, edges, worlds, world links, history spans, peers and the
+        mind's own row; a stored value that cannot be read is a finding too.
         ``against``: a ``checkpoint()`` kept outside the database; the chain
         must still hold its entry, so a cut-off tail or rewritten history shows.
         """
@@ -1265,6 +1267,7 @@ class Mind:
                 iter_events(session, self.id),
                 iter_memories(session, self.id),
                 iter_relationships(session, self.id),
+                stored=session.run(ops.ReadStoredRows(self.id)),
                 against=against,
             )
 

@@ -1,13 +1,16 @@
 """Verify covers every stored field that decides trust, ranking, validity or meaning.
 
-Each column of ``memories`` and ``relationships`` is changed behind Noema's back,
-one at a time, on every backend; verify must fail and name the row (and, for a
-memory, the field). The few columns it does not check are listed with the reason.
+Each column of ``memories``, ``relationships``, ``worlds``, ``world_links``,
+``memory_history``, ``peers`` and ``minds`` is changed behind Noema's back, one
+at a time, on every backend; verify must fail and name the row (and the field).
+The few columns it does not check are listed with the reason. A value no codec
+reads (an unknown status, text that is not JSON) is a finding, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +34,28 @@ UNCHECKED = {
         "keys": "derived expansion text, rebuilt by `noema reindex`",
     },
     "relationships": {},
+    "worlds": {},
+    "world_links": {},
+    "memory_history": {},
+    "peers": {},
+    "minds": {"text_index": "SQLite's number of the mind's full-text tables: an index key"},
+}
+
+#: The tables whose every row verify checks: a table added to the store joins this list.
+VERIFIED_TABLES = set(UNCHECKED)
+#: Tables of runtime state, caches and bookkeeping, which verify leaves alone.
+NOT_VERIFIED = {
+    "schema_migrations": "the migration ledger",
+    "events": "the audit chain vouches for each (tests/test_invariants.py)",
+    "audit": "the audit chain itself",
+    "entity_refs": "derived from content, rebuilt by `noema reindex`",
+    "cooccurrence": "derived recall statistics",
+    "world_vectors": "derived: the sum of the members' vectors",
+    "workspace_snapshots": "runtime state",
+    "job_leases": "runtime state",
+    "text_stats": "derived text statistics",
+    "vectors": "derived embeddings, rebuilt by `noema embed-missing`",
+    "sqlite_sequence": "SQLite's own counters",
 }
 
 #: A different valid value for columns holding one of a few words.
@@ -46,7 +71,7 @@ OTHER_WORD = {
 }
 
 #: A value for a column that is empty on the victim row.
-FOR_EMPTY = {"summary": "forged", "key": "forged.key"}
+FOR_EMPTY = {"summary": "forged", "key": "forged.key", "url": "sqlite:///forged.db"}
 
 
 def _columns(db: RawDatabase, table: str) -> list[str]:
@@ -81,31 +106,33 @@ def _other(column: str, value: Any) -> Any:
     return value[:-1] + ("0" if value[-1] != "0" else "1")
 
 
-def _tamper_each_column(db: RawDatabase, mind: Mind, table: str, row_id: str) -> dict[str, str]:
+def _tamper_each_column(
+    db: RawDatabase, mind: Mind, table: str, key: str | dict[str, Any]
+) -> dict[str, str]:
     """Change every checked column of one row in turn; what verify said for each.
 
-    A change the database itself refuses (a foreign key) is reported as such.
+    ``key``: the row's id, or its key columns and their values. A change the
+    database itself refuses (a foreign key) is reported as such.
     """
     said: dict[str, str] = {}
+    where = key if isinstance(key, dict) else {"mind_id": mind.id, "id": key}
     other_mind = "019a0000-0000-7000-8000-0000000000aa"
     db.execute("INSERT INTO minds (id, name, created_at) VALUES (?, 'other', 0)", (other_mind,))
+    condition = " AND ".join(f"{column} = ?" for column in where)
     for column in _columns(db, table):
         if column in UNCHECKED[table]:
             continue
-        [value] = db.fetchone(
-            f"SELECT {column} FROM {table} WHERE mind_id = ? AND id = ?", (mind.id, row_id)
-        )
+        [value] = db.fetchone(f"SELECT {column} FROM {table} WHERE {condition}", (*where.values(),))
         if column == "mind_id":
             changed = other_mind
         elif (table, column) == ("relationships", "status"):
             changed = "rejected"  # relationships are active, proposed or rejected
         else:
             changed = _other(column, value)
-        mind_after = changed if column == "mind_id" else mind.id
-        id_after = changed if column == "id" else row_id
-        update = f"UPDATE {table} SET {column} = ? WHERE mind_id = ? AND id = ?"
+        after = {**where, column: changed} if column in where else where
+        update = f"UPDATE {table} SET {column} = ? WHERE {condition}"
         try:
-            db.execute(update, (changed, mind.id, row_id))
+            db.execute(update, (changed, *where.values()))
         except Exception as exc:  # either driver's integrity error
             said[column] = f"refused by the database: {type(exc).__name__}"
             continue
@@ -113,9 +140,13 @@ def _tamper_each_column(db: RawDatabase, mind: Mind, table: str, row_id: str) ->
             report = mind.verify()
             said[column] = "" if report.ok else str(report.problem)
         finally:
-            db.execute(update, (value, mind_after, id_after))
+            db.execute(update, (value, *after.values()))
         assert mind.verify().ok, f"undoing {column} did not restore the row"
     db.execute("DELETE FROM minds WHERE id = ?", (other_mind,))
+    refused = sum(problem.startswith("refused by the database") for problem in said.values())
+    detected = sum(bool(problem) for problem in said.values()) - refused
+    # The tamper table (``pytest -rP``): columns edited, found by verify, refused by the database.
+    print(f"tamper {table}: {len(said)} columns edited, {detected} detected, {refused} refused")
     return said
 
 
@@ -194,6 +225,245 @@ def test_a_relationship_added_behind_noemas_back_is_found(
     assert report.problem == (
         "relationship 019a0000-0000-7000-8000-00000000beef: no relationship_created event logs it"
     )
+
+
+# ---------------------------------------------------------------- worlds, history, peers, minds
+
+
+def worlds_and_peers(mind: Mind, clock: ManualClock, open_mind: Any) -> None:
+    """Worlds created, renamed, moved and linked; a peer with feedback; a changed memory."""
+    open_mind("bee").remember("bees keep the orchard")
+    open_mind("wasp").remember("wasps keep nothing")
+    mind.create_world("work/alpha")
+    mind.create_world("home")
+    clock.advance(hours=1)
+    mind.rename_world("work/alpha", "beta")
+    mind.move_world("home", "work")
+    mind.link_worlds("work/beta", "work/home")
+    mind.link_worlds("work", "work/home")
+    mind.unlink_worlds("work", "work/home")
+    mind.federate("bee", mind="bee")
+    mind.federate("wasp", mind="wasp")
+    mind.unfederate("wasp")
+    clock.advance(hours=1)
+    mind.peer_feedback("bee", 0.5)
+    mind.remember("the orchard opens at nine", key="orchard.hours", world="work/beta")
+    clock.advance(hours=1)
+    mind.remember("the orchard opens at ten", key="orchard.hours", world="work/beta")
+    clock.advance(hours=1)
+    mind.reject_memory(mind.remember("the orchard is closed", world="work/beta").id, reason="no")
+
+
+def test_every_column_of_worlds_links_history_peers_and_the_mind_is_verified(
+    mind: Mind, clock: ManualClock, store_url: str, open_mind: Any
+) -> None:
+    worlds_and_peers(mind, clock, open_mind)
+    assert mind.verify().ok, mind.verify().problems
+    db = RawDatabase(store_url)
+    [world] = db.fetchone("SELECT id FROM worlds WHERE mind_id = ? AND name = 'beta'", (mind.id,))
+    [home] = db.fetchone("SELECT id FROM worlds WHERE mind_id = ? AND name = 'home'", (mind.id,))
+    [superseded] = db.fetchone(
+        "SELECT id FROM memories WHERE mind_id = ? AND status = 'superseded'", (mind.id,)
+    )
+    rows = {
+        "worlds": {"mind_id": mind.id, "id": home},
+        "world_links": {"mind_id": mind.id, "src": world, "dst": home},
+        "memory_history": {"mind_id": mind.id, "memory_id": superseded},
+        "peers": {"mind_id": mind.id, "name": "bee"},
+        "minds": {"id": mind.id},
+    }
+    said = {table: _tamper_each_column(db, mind, table, key) for table, key in rows.items()}
+    for table, found in said.items():
+        missed = [column for column, problem in found.items() if not problem]
+        assert missed == [], f"verify did not notice a change of {table}.{missed}"
+    named = {
+        "worlds": "world '",  # by its path, as the stored rows give it
+        "world_links": "world link 'work/beta' -> 'work/home'",
+        "memory_history": f"history of memory {superseded}",
+        "peers": "peer bee",
+    }
+    for table, found in said.items():
+        for column, problem in found.items():
+            if problem.startswith("refused by the database") or column in ("mind_id", "id"):
+                continue
+            if table in named and column not in ("src", "dst", "name", "memory_id"):
+                assert problem.startswith(named[table]), (table, column, problem)
+                assert f"{column} " in problem, (table, column, problem)
+    assert said["minds"]["name"] == (
+        "mind 'defaul0': its name or created_at differs from its digest"
+    )
+    assert said["peers"]["alpha"] == "peer bee: alpha differs from its events"
+    assert said["worlds"]["parent_id"] == "world 'home': parent_id differs from its events"
+    assert said["worlds"]["name"] == "world 'work/hom0': name differs from its events"
+
+
+def test_deleted_or_forged_rows_of_the_other_tables_are_found(
+    mind: Mind, clock: ManualClock, store_url: str, open_mind: Any
+) -> None:
+    worlds_and_peers(mind, clock, open_mind)
+    db = RawDatabase(store_url)
+    for table, problem in (
+        ("world_links", "world link 'work/beta' -> 'work/home': missing, though"),
+        ("peers", "peer bee: missing, though its peer_added event is logged"),
+        ("memory_history", "its spans are missing"),
+    ):
+        saved = db.fetchall(f"SELECT * FROM {table} WHERE mind_id = ?", (mind.id,))
+        db.execute(f"DELETE FROM {table} WHERE mind_id = ?", (mind.id,))
+        report = mind.verify()
+        assert not report.ok and any(problem in p for p in report.problems), report.problems
+        marks = ", ".join("?" * len(saved[0]))
+        for row in saved:
+            db.execute(f"INSERT INTO {table} VALUES ({marks})", row)
+        assert mind.verify().ok
+    db.execute(
+        "INSERT INTO peers (mind_id, name, url, peer_mind, alpha, beta, created_at) "
+        "VALUES (?, 'forged', NULL, 'bee', 50.0, 1.0, 0)",
+        (mind.id,),
+    )
+    assert mind.verify().problem == "peer forged: no peer_added event logs it"
+
+
+def test_every_table_of_the_store_is_verified_or_said_why_not(store_url: str, mind: Mind) -> None:
+    """A table added to the store joins verify (``VERIFIED_TABLES``) or says why it does not."""
+    mind.remember("a memory, so every per-mind table exists")
+    db = RawDatabase(store_url)
+    if store_url.startswith("sqlite"):
+        rows = db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+    else:
+        rows = db.fetchall(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
+            "AND n.nspname = current_schema()"
+        )
+    per_mind_text = re.compile(r"memories(_keys)?_fts_\d+(_\w+)?")
+    tables = {name for (name,) in rows if not per_mind_text.fullmatch(name)}
+    unaccounted = tables - VERIFIED_TABLES - NOT_VERIFIED.keys()
+    assert unaccounted == set(), f"tables neither verified nor said why not: {unaccounted}"
+    assert tables >= VERIFIED_TABLES
+
+
+def test_a_store_from_before_mind_digests_still_verifies_after_upgrading(
+    store_url: str, clock: ManualClock, open_mind: Any
+) -> None:
+    """The digest of each mind's row is written by the migration that adds it."""
+    mind = open_mind("old")
+    mind.remember("written before minds had digests")
+    mind.close()
+    db = RawDatabase(store_url)
+    db.execute("ALTER TABLE minds DROP COLUMN digest")
+    db.execute("DELETE FROM schema_migrations WHERE name = ?", ("a digest of each mind's row",))
+    upgraded = open_mind("old")
+    assert upgraded.verify().ok, upgraded.verify().problems
+    assert db.fetchone("SELECT digest FROM minds WHERE name = 'old'")[0] is not None
+    db.execute("UPDATE minds SET name = 'renamed' WHERE name = 'old'")
+    assert "differs from its digest" in str(upgraded.verify().problem)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_worlds_links_and_history_verify_in_a_restored_copy(
+    mind: Mind, clock: ManualClock, open_mind: Any
+) -> None:
+    """A restore keeps worlds and spans as they were; its links take the new mind's time."""
+    worlds_and_peers(mind, clock, open_mind)
+    mind.unfederate("bee")  # an export holds no subscriptions
+    assert mind.verify().ok
+    clock.advance(days=1)
+    copy = open_mind("copy")
+    copy.import_(mind.export_lines())
+    report = copy.verify()
+    assert report.ok, report.problems
+
+
+# ---------------------------------------------------------------- values no codec reads
+
+#: ``(table, column, value)``: a value edited in that no codec reads.
+CORRUPT = [
+    ("memories", "status", "bogus"),
+    ("memories", "decay", "bogus"),
+    ("memories", "kind", "bogus"),
+    ("memories", "lifecycle", "bogus"),
+    ("relationships", "relation", "bogus"),
+    ("memories", "tags", "not json"),
+    ("memories", "payload", "not json"),
+    ("events", "payload", "not json"),
+    ("memories", "valid_from", "abc"),
+    ("memories", "epistemic", "bogus"),
+    ("memories", "channel", "bogus"),
+    ("memories", "importance", "abc"),
+    ("relationships", "status", "bogus"),
+    ("relationships", "evidence", "not json"),
+    ("memory_history", "status", "bogus"),
+    ("memory_history", "sys_from", "abc"),
+    ("worlds", "created_at", "abc"),
+    ("world_links", "created_at", "abc"),
+    ("peers", "alpha", "abc"),
+    ("audit", "at", "abc"),
+]
+
+
+def _victim(db: RawDatabase, mind: Mind, table: str) -> tuple[str, str, str]:
+    """A row of ``table``: its key column, its key, and how a finding names it."""
+    if table == "memories":
+        [key] = db.fetchone(
+            "SELECT id FROM memories WHERE mind_id = ? AND status = 'superseded'", (mind.id,)
+        )
+        return "id", key, f"memory {key}"
+    if table == "relationships":
+        [key] = db.fetchone("SELECT id FROM relationships WHERE mind_id = ?", (mind.id,))
+        return "id", key, f"relationship {key}"
+    if table == "events":
+        [key] = db.fetchone(
+            "SELECT id FROM events WHERE mind_id = ? AND kind = 'memory_created'", (mind.id,)
+        )
+        return "id", key, f"event {key}"
+    if table == "memory_history":
+        [key] = db.fetchone("SELECT memory_id FROM memory_history WHERE mind_id = ?", (mind.id,))
+        return "memory_id", key, f"history of memory {key}"
+    if table in ("worlds", "world_links"):
+        column = "id" if table == "worlds" else "src"
+        [key] = db.fetchone(f"SELECT {column} FROM {table} WHERE mind_id = ?", (mind.id,))
+        return column, key, f"world {key}" if table == "worlds" else f"world link {key} ->"
+    if table == "peers":
+        return "name", "bee", "peer bee"
+    return "seq", 1, "audit entry 1"
+
+
+@pytest.mark.parametrize(("table", "column", "value"), CORRUPT)
+def test_a_value_no_codec_reads_is_a_finding_never_a_traceback(
+    mind: Mind,
+    clock: ManualClock,
+    store_url: str,
+    open_mind: Any,
+    table: str,
+    column: str,
+    value: str,
+) -> None:
+    worlds_and_peers(mind, clock, open_mind)
+    db = RawDatabase(store_url)
+    key_column, key, named = _victim(db, mind, table)
+    try:
+        db.execute(
+            f"UPDATE {table} SET {column} = ? WHERE mind_id = ? AND {key_column} = ?",
+            (value, mind.id, key),
+        )
+    except Exception as exc:  # PostgreSQL's types refuse text in a number column
+        assert not store_url.startswith("sqlite"), exc
+        assert type(exc).__name__ in ("InvalidTextRepresentation", "DataError"), exc
+        print(f"corrupt {table}.{column} = {value!r}: refused by the database")
+        return
+    report = mind.verify()
+    expected = f"{column} {value!r} is not a valid value"
+    assert not report.ok
+    assert any(p.startswith(named) and expected in p for p in report.problems), report.problems
+    print(f"corrupt {table}.{column} = {value!r}: {report.problem}")
+    cli = subprocess.run(
+        [NOEMA, "--db", store_url, "--mind", mind.name, "verify"],
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 1, cli.stderr
+    assert "Traceback" not in cli.stderr and len(cli.stderr.strip().splitlines()) == 1
+    assert expected in cli.stderr or "audit chain broken" in cli.stderr, cli.stderr
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -189,6 +189,9 @@ def created_payload(memory: Memory) -> dict[str, Any]:
 
     ``activation_at`` only when the activation starts before the memory was
     recorded (at the ``at`` its writer gave: when it happened or was said).
+    ``history``: the store keeps every earlier state of this memory as a history
+    span from its recording on, so verify requires them (memories written before
+    history was kept, ADR 0018, have some of theirs only).
     """
     payload: dict[str, Any] = {
         "record": fixed_record(memory),
@@ -197,6 +200,7 @@ def created_payload(memory: Memory) -> dict[str, Any]:
         "confidence": memory.confidence,
         "activation": memory.activation,
         "lifecycle": memory.lifecycle.value,
+        "history": True,
     }
     if memory.activation_at != memory.recorded_at:
         payload["activation_at"] = iso(memory.activation_at)

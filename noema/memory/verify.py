@@ -9,6 +9,16 @@ that change; feedback, recall, reinforcement, supersession, retraction, merges
 and decay runs are the only changes, each an event. A field that differs from
 its replay is named.
 
+The rows beside them replay from events too (``StoredRows``, ADR 0037): each
+world's parent, name and time from ``world_created``, ``world_renamed`` and
+``world_moved``; each world link from ``world_linked``/``world_unlinked``; each
+peer's mind, url and trust posterior from ``peer_added``, ``peer_feedback`` and
+``peer_removed``; and each history span of a memory must hold the state its
+events gave it from the span's start, in a chain ending at its ``changed_at``.
+The mind's own row must match its digest. A value no codec reads (an unknown
+status, text that is not JSON) is a finding naming the row and the column, as
+is a number column holding text.
+
 A purged event (a tombstone) verifies when the later, audited purge event that
 it names lists it, and the memories the purge lists are no longer expected to
 exist.
@@ -20,15 +30,17 @@ what they logged; a checkpoint of its head kept elsewhere does (``Checkpoint``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from concepts import AuditEntry, Event, EventKind, Memory, Relationship, Status
+from concepts.federation import PEER_PRIOR_ALPHA, PEER_PRIOR_BETA
+from concepts.paths import ROOT_WORLD
 from noema.clock import iso
-from noema.errors import InvalidInput
-from noema.ids import content_hash
+from noema.errors import IntegrityError, InvalidInput
+from noema.ids import content_hash, mind_digest
 from noema.memory.activation import decayed
 from noema.memory.audit import (
     DIGESTED_FIELDS,
@@ -40,11 +52,14 @@ from noema.memory.audit import (
     fixed_record,
     purged_by,
 )
+from noema.storage.ops import HistorySpan, StoredRows
 
 __all__ = ["Checkpoint", "VerifyReport", "checkpoint_of", "verify_records"]
 
 #: Activation is replayed through decay runs in floating point: equal to this.
 _ACTIVATION_TOLERANCE = 1e-9
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
 
 
 @dataclass
@@ -125,6 +140,9 @@ def _fixed_field_changed(memory: Memory, record: dict[str, Any]) -> str | None:
     return None
 
 
+_State = tuple[datetime | None, str, str | None, str | None, bool]
+
+
 @dataclass(slots=True)
 class _Expected:
     """A memory's fields as its events leave them."""
@@ -147,6 +165,10 @@ class _Expected:
     lifecycle: str | None = None  # None: written before events recorded it
     # When status, lifecycle or validity last changed (transaction time); None: never.
     changed_at: datetime | None = None
+    # Its state when recorded, then after each such change: (changed_at, None when
+    # recorded; status; lifecycle, None: unknown; valid_to; whether valid_to is known).
+    states: list[_State] = field(default_factory=list)
+    history_kept: bool = False  # its created event says every earlier state is a span
 
 
 @dataclass(slots=True)
@@ -164,12 +186,35 @@ class _Edge:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _World:
+    """A world as its events leave it."""
+
+    parent_id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(slots=True)
+class _Peer:
+    """A subscription as its events leave it."""
+
+    mind: str
+    url: str | None
+    alpha: float
+    beta: float
+    created_at: datetime
+
+
 @dataclass
 class _Replay:
     """State rebuilt from a mind's events, in append order."""
 
     memories: dict[str, _Expected] = field(default_factory=dict)
     edges: dict[str, _Edge] = field(default_factory=dict)
+    worlds: dict[str, _World] = field(default_factory=dict)
+    links: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    peers: dict[str, _Peer] = field(default_factory=dict)
     # Decay runs: (position, time, half-life in days), in append order.
     decays: list[tuple[int, datetime, float]] = field(default_factory=list)
     position: int = 0
@@ -181,14 +226,33 @@ def verify_records(
     memories: Iterable[Memory],
     relationships: Iterable[Relationship] = (),
     *,
+    stored: StoredRows | None = None,
     against: Checkpoint | None = None,
 ) -> VerifyReport:
     """Check a mind's audit chain, its events, and every memory and edge against them.
 
     ``entries`` and ``events`` come in append order; all four may be streamed.
-    ``against``: a checkpoint taken earlier, whose entry the chain must still hold.
+    ``stored``: the mind's other rows (worlds, links, history, peers, its own), to
+    check as well. ``against``: a checkpoint taken earlier, whose entry the chain
+    must still hold. A stored value no codec reads is a finding, not an error.
     """
     report = VerifyReport()
+    try:
+        _verify(report, entries, events, memories, relationships, stored, against)
+    except IntegrityError as exc:  # a row that cannot be read: the streams stop there
+        report.fail(str(exc))
+    return report
+
+
+def _verify(
+    report: VerifyReport,
+    entries: Iterable[AuditEntry],
+    events: Iterable[Event],
+    memories: Iterable[Memory],
+    relationships: Iterable[Relationship],
+    stored: StoredRows | None,
+    against: Checkpoint | None,
+) -> None:
     replay = _Replay()
     tombstones: dict[str, tuple[int, str]] = {}  # purged event -> (its entry, its purge)
     prev = GENESIS
@@ -198,7 +262,7 @@ def verify_records(
         expected_seq = report.entries
         if entry.seq != expected_seq:
             report.fail(f"audit entry {entry.seq}: expected position {expected_seq}")
-            return report
+            return
         if entry.prev_hash != prev:
             report.fail(
                 f"audit entry {entry.seq}: previous hash does not match entry {entry.seq - 1}"
@@ -243,18 +307,46 @@ def verify_records(
         )
     for event_id, (seq, _) in tombstones.items():
         report.fail(f"audit entry {seq}: event {event_id} was altered (no purge lists it)")
-    _check_memories(report, replay, memories)
+    spanned = {span[0] for span in stored.history} if stored is not None else set()
+    held = _check_memories(report, replay, memories, spanned)
     _check_relationships(report, replay, relationships)
-    return report
+    if stored is not None:
+        _check_stored(report, replay, stored, held)
 
 
-def _check_memories(report: VerifyReport, replay: _Replay, memories: Iterable[Memory]) -> None:
+#: Number columns of a memory: SQLite keeps text written into one as text.
+_NUMBERS = (
+    "confidence",
+    "alpha",
+    "beta",
+    "importance",
+    "salience",
+    "trust",
+    "credibility",
+    "activation",
+    "feedback_mean",
+    "access_count",
+    "feedback_count",
+)
+
+
+def _check_memories(
+    report: VerifyReport, replay: _Replay, memories: Iterable[Memory], spanned: set[str]
+) -> dict[str, Memory]:
+    """Check each memory; those with history (``spanned``) or a ``changed_at``, by id."""
     seen: set[str] = set()
+    held: dict[str, Memory] = {}
     for memory in memories:
         report.memories += 1
         seen.add(memory.id)
+        if memory.id in spanned or memory.changed_at is not None:
+            held[memory.id] = memory
         expected = replay.memories.get(memory.id)
-        if (
+        wrong = next((n for n in _NUMBERS if not _is_number(getattr(memory, n))), None)
+        if wrong is not None:
+            value = getattr(memory, wrong)
+            report.fail(f"memory {memory.id}: {wrong} {value!r:.40} is not a valid value")
+        elif (
             content_hash(memory.kind, memory.content, memory.key, memory.world)
             != memory.content_hash
         ):
@@ -277,6 +369,11 @@ def _check_memories(report: VerifyReport, replay: _Replay, memories: Iterable[Me
             report.fail(f"memory {memory.id}: {changed} differs from its events")
     for memory_id in replay.memories.keys() - seen:
         report.fail(f"memory {memory_id}: missing, though its memory_created event is logged")
+    return held
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _changed_field(
@@ -394,6 +491,9 @@ def _replay(event: Event, replay: _Replay) -> None:
         if isinstance(half_life, int | float):
             replay.decays.append((replay.position, event.at, float(half_life)))
         return
+    if event.kind in _STORED_EVENTS:
+        _replay_stored(event, replay)
+        return
     target = event.memory_id
     if target is None:
         return
@@ -416,6 +516,8 @@ def _replay(event: Event, replay: _Replay) -> None:
             if isinstance(started := payload.get("activation_at"), str):
                 expected.activation_at = datetime.fromisoformat(started)
             expected.position = replay.position
+        expected.history_kept = payload.get("history") is True
+        expected.states.append(_state(expected, None))
         replay.memories[target] = expected
         return
     if event.kind == EventKind.RELATIONSHIP_CREATED:
@@ -444,11 +546,15 @@ def _replay(event: Event, replay: _Replay) -> None:
     elif event.kind == EventKind.MEMORY_LIFECYCLE:
         to = payload.get("to")
         memory.lifecycle = to if isinstance(to, str) and not purged else None
-    elif event.kind == EventKind.MEMORY_MERGED:
+    if event.kind in _HISTORY_EVENTS:  # each leaves a state that a history span may hold
+        memory.states.append(_state(memory, memory.changed_at))
+        return
+    if event.kind == EventKind.MEMORY_MERGED:
         merged = replay.memories.get(str(payload.get("merged", "")))
         if merged is not None and merged.status == Status.ACTIVE:
             merged.status = Status.ARCHIVED
             _changed(merged, event)
+            merged.states.append(_state(merged, merged.changed_at))
     elif event.kind == EventKind.FEEDBACK_GIVEN:
         memory.feedback_count += 1
         value = payload.get("value")
@@ -502,3 +608,213 @@ def _replay_edge(event: Event, src: str, replay: _Replay) -> None:
         source=str(source) if isinstance(source, str) else None,
         evidence=dict(payload["evidence"]) if isinstance(payload.get("evidence"), dict) else {},
     )
+
+
+def _state(memory: _Expected, at: datetime | None) -> _State:
+    return (at, str(memory.status), memory.lifecycle, memory.valid_to, memory.valid_to_known)
+
+
+#: Events that change a mind's worlds, world links and peers.
+_STORED_EVENTS = frozenset(
+    {
+        EventKind.WORLD_CREATED,
+        EventKind.WORLD_RENAMED,
+        EventKind.WORLD_MOVED,
+        EventKind.WORLD_LINKED,
+        EventKind.WORLD_UNLINKED,
+        EventKind.PEER_ADDED,
+        EventKind.PEER_FEEDBACK,
+        EventKind.PEER_REMOVED,
+    }
+)
+
+
+def _replay_stored(event: Event, replay: _Replay) -> None:
+    """Follow the events that set a world, a world link or a peer."""
+    payload, kind = event.payload, event.kind
+    if kind == EventKind.WORLD_CREATED:
+        parent, _, name = str(payload.get("path", "")).rpartition("/")
+        replay.worlds[str(payload.get("world", ""))] = _World(
+            _world_at(replay.worlds, parent), name, event.at
+        )
+    elif kind in (EventKind.WORLD_RENAMED, EventKind.WORLD_MOVED):
+        world = replay.worlds.get(str(payload.get("world", "")))
+        if world is not None and kind == EventKind.WORLD_RENAMED:
+            world.name = str(payload.get("name", ""))
+        elif world is not None:
+            world.parent_id = _world_at(replay.worlds, str(payload.get("to", "")))
+    elif kind in (EventKind.WORLD_LINKED, EventKind.WORLD_UNLINKED):
+        link = (str(payload.get("src", "")), str(payload.get("dst", "")))
+        if kind == EventKind.WORLD_LINKED:
+            replay.links[link] = event.at
+        else:
+            replay.links.pop(link, None)
+    elif kind == EventKind.PEER_ADDED:
+        url = payload.get("url")
+        replay.peers[str(payload.get("peer", ""))] = _Peer(
+            mind=str(payload.get("mind", "")),
+            url=url if isinstance(url, str) else None,
+            alpha=PEER_PRIOR_ALPHA,
+            beta=PEER_PRIOR_BETA,
+            created_at=event.at,
+        )
+    elif kind == EventKind.PEER_REMOVED:
+        replay.peers.pop(str(payload.get("peer", "")), None)
+    else:  # peer_feedback: the posterior it left
+        peer = replay.peers.get(str(payload.get("peer", "")))
+        alpha, beta = payload.get("alpha"), payload.get("beta")
+        if peer is not None and isinstance(alpha, int | float) and isinstance(beta, int | float):
+            peer.alpha, peer.beta = float(alpha), float(beta)
+
+
+def _world_path(worlds: Mapping[str, Any], world_id: str) -> str:
+    """The path of ``world_id`` through the parents ``worlds`` give (a cycle ends it)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    while world_id != ROOT_WORLD and world_id in worlds and world_id not in seen:
+        seen.add(world_id)
+        names.append(worlds[world_id].name)
+        world_id = worlds[world_id].parent_id
+    return "/".join(reversed(names))
+
+
+def _world_at(worlds: dict[str, _World], path: str) -> str:
+    """The id of the world at ``path`` among ``worlds`` (``ROOT_WORLD`` for the root or none)."""
+    if path == ROOT_WORLD:
+        return ROOT_WORLD
+    return next((i for i in worlds if _world_path(worlds, i) == path), ROOT_WORLD)
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // _MICRO
+
+
+def _check_stored(
+    report: VerifyReport, replay: _Replay, stored: StoredRows, held: dict[str, Memory]
+) -> None:
+    """Check the mind's row, worlds, world links, history spans and peers against the replay."""
+    for line in stored.unreadable:
+        report.fail(line)
+    if stored.mind is None:
+        report.fail("mind: its row is missing")
+    else:
+        info, digest = stored.mind
+        if digest != mind_digest(info.id, info.name, _micros(info.created_at)):
+            report.fail(f"mind {info.name!r}: its name or created_at differs from its digest")
+    _check_worlds(report, replay, stored)
+    _check_history(report, replay, stored.history, held)
+    seen: set[str] = set()
+    for peer in stored.peers:
+        seen.add(peer.name)
+        expected = replay.peers.get(peer.name)
+        if expected is None:
+            report.fail(f"peer {peer.name}: no peer_added event logs it")
+            continue
+        for name, value in (
+            ("peer_mind", peer.mind),
+            ("url", peer.url),
+            ("alpha", peer.alpha),
+            ("beta", peer.beta),
+            ("created_at", peer.created_at),
+        ):
+            if getattr(expected, name.removeprefix("peer_")) != value:
+                report.fail(f"peer {peer.name}: {name} differs from its events")
+                break
+    for name in replay.peers.keys() - seen:
+        report.fail(f"peer {name}: missing, though its peer_added event is logged")
+
+
+def _check_worlds(report: VerifyReport, replay: _Replay, stored: StoredRows) -> None:
+    held = {w.id: w for w in stored.worlds}
+    seen: set[str] = set()
+    for world in stored.worlds:
+        seen.add(world.id)
+        where = f"world {_world_path(held, world.id)!r}"
+        expected = replay.worlds.get(world.id)
+        if expected is None:
+            report.fail(f"{where}: no world_created event logs it")
+            continue
+        for name in ("parent_id", "name", "created_at"):
+            if getattr(expected, name) != getattr(world, name):
+                report.fail(f"{where}: {name} differs from its events")
+                break
+    for world_id in replay.worlds.keys() - seen:
+        path = _world_path(replay.worlds, world_id)
+        report.fail(f"world {path!r}: missing, though its world_created event is logged")
+    # A link restored from an export holds the mind's creation time: an export has no link times.
+    restored = stored.mind[0].created_at if stored.mind is not None else None
+    linked: set[tuple[str, str]] = set()
+    for src, dst, at in stored.links:
+        linked.add((src, dst))
+        where = f"world link {_world_path(held, src)!r} -> {_world_path(held, dst)!r}"
+        logged = replay.links.get((src, dst))
+        if logged is None:
+            report.fail(f"{where}: no world_linked event logs it")
+        elif at not in (logged, restored):
+            report.fail(f"{where}: created_at differs from its events")
+    for src, dst in replay.links.keys() - linked:
+        where = f"{_world_path(replay.worlds, src)!r} -> {_world_path(replay.worlds, dst)!r}"
+        report.fail(f"world link {where}: missing, though its world_linked event is logged")
+
+
+def _check_history(
+    report: VerifyReport,
+    replay: _Replay,
+    history: Sequence[HistorySpan],
+    held: dict[str, Memory],
+) -> None:
+    """Each memory's spans tile its past up to its ``changed_at``, each in the state of its start.
+
+    ``held``: the memories with spans or a ``changed_at``. A memory whose created
+    event says its history is kept must have spans from its recording on; an
+    older one's may start later (its states from before history was kept).
+    """
+    spans: dict[str, list[HistorySpan]] = {}
+    for span in history:
+        spans.setdefault(span[0], []).append(span)
+    for memory_id in spans.keys() - held.keys():
+        report.fail(f"history of memory {memory_id}: no such memory")
+    for memory_id, memory in held.items():
+        expected = replay.memories.get(memory_id)
+        if expected is None:
+            continue  # reported with the memory
+        group = spans.get(memory_id, [])
+        if group:
+            problem = _span_problem(group, memory, expected)
+        elif (
+            expected.history_kept and (memory.changed_at or memory.recorded_at) > memory.recorded_at
+        ):
+            problem = "its spans are missing"
+        else:
+            problem = None
+        if problem is not None:
+            report.fail(f"history of memory {memory_id}: {problem}")
+
+
+def _span_problem(spans: Sequence[HistorySpan], memory: Memory, expected: _Expected) -> str | None:
+    """What in a memory's ``spans`` its events do not lead to, if anything."""
+    recorded = memory.recorded_at
+    states = [
+        (recorded if at is None else max(at, recorded), status, lifecycle, valid_to, known)
+        for at, status, lifecycle, valid_to, known in expected.states
+    ]
+    times = {state[0] for state in states}
+    if expected.history_kept and spans[0][1] != recorded:
+        return f"sys_from of the span from {iso(spans[0][1])} differs from its events"
+    for index, (_, since, until, status, lifecycle, valid_to) in enumerate(spans):
+        where = f"the span from {iso(since)}"
+        ends = spans[index + 1][1] if index + 1 < len(spans) else memory.changed_at
+        if since not in times:
+            return f"sys_from of {where} differs from its events"
+        if until != ends or until <= since:
+            return f"sys_to of {where} differs from its events"
+        _, want_status, want_lifecycle, want_valid_to, known = next(
+            state for state in reversed(states) if state[0] <= since
+        )
+        if status != want_status:
+            return f"status of {where} differs from its events"
+        if want_lifecycle is not None and lifecycle != want_lifecycle:
+            return f"lifecycle of {where} differs from its events"
+        if known and (None if valid_to is None else iso(valid_to)) != want_valid_to:
+            return f"valid_to of {where} differs from its events"
+    return None

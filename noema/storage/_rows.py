@@ -2,6 +2,12 @@
 
 Times are exact integer microseconds since the Unix epoch (UTC); tags and
 payloads are compact, key-sorted JSON text; enums are stored by value.
+
+A row edited outside Noema may hold a value no codec reads (an unknown status,
+text that is not JSON, a time that is not a number). Decoding such a row raises
+``IntegrityError`` naming the table's row, the column and the value
+("memory <id>: status 'bogus' is not a valid value"), never a bare
+``KeyError`` or ``ValueError``; verify reports it as a finding.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from concepts import (
     AuditEntry,
@@ -24,10 +31,15 @@ from concepts import (
     Memory,
     MemoryKind,
     MindInfo,
+    Relation,
     Relationship,
+    RelationStatus,
     Status,
     trusted,
 )
+from concepts.federation import Peer
+from concepts.worlds import World
+from noema.errors import IntegrityError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
@@ -193,7 +205,10 @@ def audit_row(mind_id: str, a: AuditEntry) -> tuple[Any, ...]:
 
 def mind_from_row(row: Sequence[Any]) -> MindInfo:
     """A ``(id, name, created_at)`` row as the mind it describes."""
-    return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
+    try:
+        return MindInfo(id=row[0], name=row[1], created_at=from_micros(row[2]))
+    except (TypeError, ValueError) as exc:
+        raise _unreadable(f"mind {row[0]}", _MIND_COLUMNS, row, _MIND_CHECKS, exc) from None
 
 
 def _members(enum: type[Any]) -> dict[Any, Any]:
@@ -215,9 +230,23 @@ def memory_from_row(row: Sequence[Any]) -> Memory:
     """The memory of a row of ``MEMORY_COLUMNS``, in that order.
 
     Rows were validated on the way in: types are rebuilt without validating
-    again. Recall builds about a hundred memories a query, so the columns are
-    unpacked by name rather than zipped and patched; a memory's times are
-    mostly the instant it was recorded, converted once.
+    again, and a row only is checked column by column when it cannot be read.
+
+    Raises:
+        IntegrityError: a column holds a value no memory can have.
+    """
+    try:
+        return _memory_from_row(row)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(f"memory {row[0]}", MEMORY_COLUMNS, row, _MEMORY_CHECKS, exc) from None
+
+
+def _memory_from_row(row: Sequence[Any]) -> Memory:
+    """``memory_from_row`` unchecked.
+
+    Recall builds about a hundred memories a query, so the columns are unpacked
+    by name rather than zipped and patched; a memory's times are mostly the
+    instant it was recorded, converted once.
     """
     (
         id_,
@@ -298,24 +327,214 @@ def memory_from_row(row: Sequence[Any]) -> Memory:
 
 
 def relationship_from_row(row: Sequence[Any]) -> Relationship:
-    data = dict(zip(REL_COLUMNS, row, strict=True))
-    data["created_at"] = from_micros(data["created_at"])
-    data["decided_at"] = opt_time(data["decided_at"])
-    data["evidence"] = json.loads(data["evidence"]) if data["evidence"] != "{}" else {}
-    return Relationship.model_validate(data)
+    """The relationship of a row of ``REL_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    try:
+        data = dict(zip(REL_COLUMNS, row, strict=True))
+        data["created_at"] = from_micros(data["created_at"])
+        data["decided_at"] = opt_time(data["decided_at"])
+        data["evidence"] = json.loads(data["evidence"]) if data["evidence"] != "{}" else {}
+        return Relationship.model_validate(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(f"relationship {row[0]}", REL_COLUMNS, row, _REL_CHECKS, exc) from None
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
-    data = dict(zip(EVENT_COLUMNS, row, strict=True))
-    data["at"] = from_micros(data["at"])
-    data["payload"] = json.loads(data["payload"])
-    return Event.model_validate(data)
+    """The event of a row of ``EVENT_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    try:
+        data = dict(zip(EVENT_COLUMNS, row, strict=True))
+        data["at"] = from_micros(data["at"])
+        data["payload"] = json.loads(data["payload"])
+        return Event.model_validate(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(f"event {row[1]}", EVENT_COLUMNS, row, _EVENT_CHECKS, exc) from None
 
 
 def audit_from_row(row: Sequence[Any]) -> AuditEntry:
-    data = dict(zip(AUDIT_COLUMNS, row, strict=True))
-    data["at"] = from_micros(data["at"])
-    return AuditEntry.model_validate(data)
+    """The audit entry of a row of ``AUDIT_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    try:
+        data = dict(zip(AUDIT_COLUMNS, row, strict=True))
+        data["at"] = from_micros(data["at"])
+        return AuditEntry.model_validate(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(f"audit entry {row[0]}", AUDIT_COLUMNS, row, _AUDIT_CHECKS, exc) from None
+
+
+#: The columns of ``worlds`` that ``world_from_row`` reads, in order.
+WORLD_COLUMNS = ("mind_id", "id", "parent_id", "name", "created_at")
+#: The columns of ``world_links`` that ``link_from_row`` reads, in order.
+LINK_COLUMNS = ("src", "dst", "created_at")
+#: The columns of ``memory_history`` that ``span_from_row`` reads, in order.
+HISTORY_COLUMNS = ("memory_id", "sys_from", "sys_to", "status", "lifecycle", "valid_to")
+#: The columns of ``peers`` that ``peer_from_row`` reads, in order.
+PEER_COLUMNS = ("name", "url", "peer_mind", "alpha", "beta", "created_at")
+
+
+def world_from_row(row: Sequence[Any]) -> World:
+    """The world of a row of ``WORLD_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    _check(f"world {row[1]}", WORLD_COLUMNS, row, _WORLD_CHECKS)
+    mind_id, id_, parent_id, name, created_at = row
+    return trusted(
+        World,
+        dict(
+            mind_id=mind_id,
+            id=id_,
+            parent_id=parent_id,
+            name=name,
+            created_at=from_micros(created_at),
+        ),
+    )
+
+
+def link_from_row(row: Sequence[Any]) -> tuple[str, str, datetime]:
+    """A world link ``(src, dst, created_at)`` of a row of ``LINK_COLUMNS``."""
+    _check(f"world link {row[0]} -> {row[1]}", LINK_COLUMNS, row, _LINK_CHECKS)
+    return (str(row[0]), str(row[1]), from_micros(row[2]))
+
+
+def span_from_row(
+    row: Sequence[Any],
+) -> tuple[str, datetime, datetime, Status, Lifecycle, datetime | None]:
+    """A history span of a row of ``HISTORY_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    _check(f"history of memory {row[0]}", HISTORY_COLUMNS, row, _HISTORY_CHECKS)
+    memory_id, since, until, status, lifecycle, valid_to = row
+    return (
+        str(memory_id),
+        from_micros(since),
+        from_micros(until),
+        _STATUS[status],
+        _LIFECYCLE[lifecycle],
+        opt_time(valid_to),
+    )
+
+
+def peer_from_row(row: Sequence[Any]) -> Peer:
+    """The subscription of a row of ``PEER_COLUMNS``; ``IntegrityError`` when it cannot be."""
+    _check(f"peer {row[0]}", PEER_COLUMNS, row, _PEER_CHECKS)
+    name, url, mind, alpha, beta, created = row
+    return trusted(
+        Peer,
+        dict(
+            name=str(name),
+            url=None if url is None else str(url),
+            mind=str(mind),
+            alpha=float(alpha),
+            beta=float(beta),
+            created_at=from_micros(created),
+        ),
+    )
+
+
+# ---------------------------------------------------------------- values no codec reads
+
+
+def corrupt(row: str, column: str, value: Any) -> IntegrityError:
+    """The error of a stored ``value`` of ``column`` that no codec reads, for ``row``."""
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return IntegrityError(f"{row}: {column} {shown} is not a valid value")
+
+
+def _check(row_name: str, columns: Sequence[str], row: Sequence[Any], checks: _Checks) -> None:
+    """Raise ``corrupt`` for the first column of ``row`` its check in ``checks`` refuses."""
+    for column, value in zip(columns, row, strict=False):
+        check = checks.get(column)
+        if check is not None and not check(value):
+            raise corrupt(row_name, column, value)
+
+
+def _unreadable(
+    row_name: str, columns: Sequence[str], row: Sequence[Any], checks: _Checks, exc: Exception
+) -> IntegrityError:
+    """Why a row could not be read: the column its check refuses, else the one ``exc`` names."""
+    _check(row_name, columns, row, checks)
+    column = "a column"
+    if isinstance(exc, ValidationError) and (loc := exc.errors()[0]["loc"]):
+        column = str(loc[0])
+    value = dict(zip(columns, row, strict=False)).get(column)
+    return corrupt(row_name, column, value)
+
+
+def _time(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _opt_time(value: Any) -> bool:
+    return value is None or _time(value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _json(kind: type[Any]) -> Any:
+    def check(value: Any) -> bool:
+        try:
+            loaded = json.loads(value)
+        except (TypeError, ValueError):
+            return False
+        if kind is list:
+            return isinstance(loaded, list) and all(isinstance(t, str) for t in loaded)
+        return isinstance(loaded, kind)
+
+    return check
+
+
+def _one_of(values: Mapping[Any, Any] | type[Any]) -> Any:
+    known = frozenset(m.value for m in values) if isinstance(values, type) else frozenset(values)
+    return lambda value: value in known
+
+
+_Checks = Mapping[str, Any]
+_MIND_COLUMNS = ("id", "name", "created_at")
+_MIND_CHECKS: _Checks = {"id": _text, "name": _text, "created_at": _time}
+_MEMORY_CHECKS: _Checks = {
+    "kind": _one_of(_KIND),
+    "epistemic": _one_of(_EPISTEMIC),
+    "channel": _one_of(_CHANNEL),
+    "status": _one_of(_STATUS),
+    "decay": _one_of(_DECAY),
+    "lifecycle": _one_of(_LIFECYCLE),
+    "tags": _json(list),
+    "payload": _json(dict),
+    **dict.fromkeys(("activation_at", "valid_from", "recorded_at"), _time),
+    **dict.fromkeys(("valid_to", "last_accessed", "changed_at"), _opt_time),
+    **dict.fromkeys(
+        ("confidence", "alpha", "beta", "importance", "salience", "trust", "credibility"),
+        _number,
+    ),
+    **dict.fromkeys(("activation", "feedback_mean", "access_count", "feedback_count"), _number),
+}
+_REL_CHECKS: _Checks = {
+    "relation": _one_of(Relation),
+    "status": _one_of(RelationStatus),
+    "confidence": _number,
+    "created_at": _time,
+    "decided_at": _opt_time,
+    "evidence": _json(dict),
+}
+_EVENT_CHECKS: _Checks = {"kind": _text, "at": _time, "payload": _json(dict)}
+_AUDIT_CHECKS: _Checks = {"seq": _time, "at": _time}
+_WORLD_CHECKS: _Checks = {"parent_id": _text, "name": _text, "created_at": _time}
+_LINK_CHECKS: _Checks = {"created_at": _time}
+_HISTORY_CHECKS: _Checks = {
+    "sys_from": _time,
+    "sys_to": _time,
+    "status": _one_of(_STATUS),
+    "lifecycle": _one_of(_LIFECYCLE),
+    "valid_to": _opt_time,
+}
+_PEER_CHECKS: _Checks = {
+    "url": lambda value: value is None or _text(value),
+    "peer_mind": _text,
+    "alpha": _number,
+    "beta": _number,
+    "created_at": _time,
+}
 
 
 def update_groups(

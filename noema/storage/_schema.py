@@ -18,6 +18,7 @@ __all__ = [
     "FEDERATION",
     "INITIAL_SHARED",
     "KNOWLEDGE_HEALTH",
+    "MIND_DIGEST",
     "SNAPSHOTS_AND_LEASES",
     "VALID_TIME_ORDER",
     "WORLDS_AND_HISTORY",
@@ -209,4 +210,12 @@ FEDERATION = """
 #: valid time (``valid_from``); the timeline keeps reading ``recorded_at``.
 VALID_TIME_ORDER = """
         CREATE INDEX memories_mind_status_valid ON memories(mind_id, status, valid_from);
+        """
+
+#: A later migration on both backends (ADR 0037): each mind's row is hashed
+#: (``noema.ids.mind_digest``) so verify shows an edited name or creation time.
+#: The digests of the minds already there are written by the backend: PostgreSQL
+#: in the same migration, SQLite (which has no sha256 in SQL) right after it.
+MIND_DIGEST = """
+        ALTER TABLE minds ADD COLUMN digest $text;
         """

@@ -27,10 +27,9 @@ from concepts import (
     Relationship,
     Status,
     World,
-    trusted,
 )
 from concepts.federation import Peer
-from noema.errors import InvalidInput, StorageError
+from noema.errors import IntegrityError, InvalidInput, StorageError
 from noema.storage import ops
 from noema.storage._dialect import Dialect, chunks, filter_sql
 from noema.storage._rows import (
@@ -38,23 +37,31 @@ from noema.storage._rows import (
     AUDIT_INSERT_COLUMNS,
     EVENT_COLUMNS,
     EVENT_INSERT_COLUMNS,
+    HISTORY_COLUMNS,
+    LINK_COLUMNS,
     MEMORY_COLUMNS,
     MEMORY_SELECT,
+    PEER_COLUMNS,
     REL_COLUMNS,
+    WORLD_COLUMNS,
     audit_from_row,
     audit_row,
     event_from_row,
     event_row,
     from_micros,
+    link_from_row,
     memory_from_row,
     memory_row,
     mind_from_row,
     opt_micros,
     opt_time,
+    peer_from_row,
     relationship_from_row,
     relationship_row,
+    span_from_row,
     to_json,
     to_micros,
+    world_from_row,
 )
 
 __all__ = ["SHARED_HANDLERS", "Handler", "SqlSession"]
@@ -247,14 +254,11 @@ def get_history(s: SqlSession, op: ops.GetHistory) -> list[ops.HistorySpan]:
     for chunk in chunks(sorted(set(op.ids))):
         params: list[Any] = [op.mind_id]
         rows = s.all(
-            "SELECT memory_id, sys_from, sys_to, status, lifecycle, valid_to FROM memory_history "
+            f"SELECT {', '.join(HISTORY_COLUMNS)} FROM memory_history "
             f"WHERE mind_id = {mark} AND " + s.dialect.any_of("memory_id", chunk, params),
             params,
         )
-        found += [
-            (str(m), from_micros(a), from_micros(b), Status(st), Lifecycle(lc), opt_time(v))
-            for m, a, b, st, lc, v in rows
-        ]
+        found += [span_from_row(row) for row in rows]
     found.sort(key=lambda span: (span[0], span[1]))
     return found
 
@@ -493,17 +497,11 @@ def put_worlds(s: SqlSession, op: ops.PutWorlds) -> None:
 
 def list_worlds(s: SqlSession, op: ops.ListWorlds) -> list[World]:
     rows = s.all(
-        "SELECT mind_id, id, parent_id, name, created_at FROM worlds "
+        f"SELECT {', '.join(WORLD_COLUMNS)} FROM worlds "
         f"WHERE mind_id = {s.dialect.mark} ORDER BY id{s.dialect.bytewise}",
         [op.mind_id],
     )
-    return [
-        trusted(
-            World,
-            dict(mind_id=m, id=i, parent_id=p, name=n, created_at=from_micros(t)),
-        )
-        for m, i, p, n, t in rows
-    ]
+    return [world_from_row(row) for row in rows]
 
 
 def count_worlds(s: SqlSession, op: ops.CountWorlds) -> dict[str, int]:
@@ -751,24 +749,51 @@ def delete_peer(s: SqlSession, op: ops.DeletePeer) -> bool:
 
 def list_peers(s: SqlSession, op: ops.ListPeers) -> list[Peer]:
     rows = s.all(
-        "SELECT name, url, peer_mind, alpha, beta, created_at FROM peers "
+        f"SELECT {', '.join(PEER_COLUMNS)} FROM peers "
         f"WHERE mind_id = {s.dialect.mark} ORDER BY name{s.dialect.bytewise}",
         (op.mind_id,),
     )
-    return [
-        trusted(
-            Peer,
-            dict(
-                name=str(name),
-                url=None if url is None else str(url),
-                mind=str(mind),
-                alpha=float(alpha),
-                beta=float(beta),
-                created_at=from_micros(created),
-            ),
+    return [peer_from_row(row) for row in rows]
+
+
+# ---------------------------------------------------------------- verify
+
+
+def read_stored_rows(s: SqlSession, op: ops.ReadStoredRows) -> ops.StoredRows:
+    """Every row verify checks beside the audited ones; a row no codec reads is a line."""
+    mark, unreadable = s.dialect.mark, []
+
+    def read(table: str, columns: Sequence[str], decode: Callable[[Any], R], key: str) -> list[R]:
+        rows = s.all(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE mind_id = {mark} ORDER BY {key}",
+            (op.mind_id,),
         )
-        for name, url, mind, alpha, beta, created in rows
-    ]
+        decoded = []
+        for row in rows:
+            try:
+                decoded.append(decode(row))
+            except IntegrityError as exc:
+                unreadable.append(str(exc))
+        return decoded
+
+    bytewise = s.dialect.bytewise
+    mind = None
+    row = s.one(f"SELECT id, name, created_at, digest FROM minds WHERE id = {mark}", (op.mind_id,))
+    if row is not None:
+        try:
+            mind = (mind_from_row(row[:3]), None if row[3] is None else str(row[3]))
+        except IntegrityError as exc:
+            unreadable.append(str(exc))
+    return ops.StoredRows(
+        mind=mind,
+        worlds=read("worlds", WORLD_COLUMNS, world_from_row, f"id{bytewise}"),
+        links=read("world_links", LINK_COLUMNS, link_from_row, f"src{bytewise}, dst{bytewise}"),
+        history=read(
+            "memory_history", HISTORY_COLUMNS, span_from_row, f"memory_id{bytewise}, sys_from"
+        ),
+        peers=read("peers", PEER_COLUMNS, peer_from_row, f"name{bytewise}"),
+        unreadable=unreadable,
+    )
 
 
 # ---------------------------------------------------------------- purge
@@ -840,4 +865,5 @@ SHARED_HANDLERS: dict[type[Any], Handler] = {
     ops.PutPeer: put_peer,
     ops.DeletePeer: delete_peer,
     ops.ListPeers: list_peers,
+    ops.ReadStoredRows: read_stored_rows,
 }

@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from noema.ids import mind_digest
 from noema.storage import _schema as shared
 from noema.storage._migrations import Migration, Migrator, check_readable
 from noema.storage._sqlite_text import create_missing_text_indexes
@@ -182,6 +183,7 @@ MIGRATIONS: list[Migration] = [
     (8, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
     (10, "the recent order reads valid time", shared.render(shared.VALID_TIME_ORDER, _TYPES)),
+    (11, "a digest of each mind's row", shared.render(shared.MIND_DIGEST, _TYPES)),
 ]
 
 
@@ -213,12 +215,19 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Bring the database at ``path`` up to date in one write transaction.
 
     Then every mind has its full-text tables (those of minds older than
-    migration 5 are created here).
+    migration 5 are created here) and, once migration 11 has run, its digest.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
+        digests = _has_column(conn, "minds", "digest")
         _Migrator(conn, path).run(MIGRATIONS)
         create_missing_text_indexes(conn)
+        if not digests:  # migration 11 just ran: the minds already there get their digest
+            rows = conn.execute("SELECT id, name, created_at FROM minds").fetchall()
+            conn.executemany(
+                "UPDATE minds SET digest = ? WHERE id = ?",
+                [(mind_digest(*row), row[0]) for row in rows],
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # SQLite may have rolled back already; keep the first error
@@ -239,6 +248,10 @@ def check_current(conn: sqlite3.Connection, shown: str) -> None:
     ).fetchone():
         applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
     check_readable(shown, applied, {version for version, _, _ in MIGRATIONS})
+
+
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def _split_sql(script: str) -> list[str]:

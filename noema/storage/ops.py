@@ -632,6 +632,33 @@ class ListPeers(Op[list[Peer]]):
     mind_id: str
 
 
+# ---------------------------------------------------------------- verify
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRows:
+    """What verify checks of a mind beside its memories, edges, events and audit chain.
+
+    ``mind``: the mind's row ``(info, digest)``, ``None`` when it is gone. Rows
+    that cannot be read are left out of the lists; ``unreadable`` says why, one
+    line each ("peer p: alpha 'x' is not a valid value").
+    """
+
+    mind: tuple[MindInfo, str | None] | None
+    worlds: list[World]
+    links: list[tuple[str, str, datetime]]
+    history: list[HistorySpan]
+    peers: list[Peer]
+    unreadable: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadStoredRows(Op[StoredRows]):
+    """The mind's row, worlds, world links, history spans and peers, for verify."""
+
+    mind_id: str
+
+
 #: The operations that change the store; a read session refuses them.
 WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
     {

@@ -26,6 +26,7 @@ import numpy as np
 
 from concepts import Memory, MindInfo
 from noema.errors import ConfigError, InvalidInput, StorageError
+from noema.ids import mind_digest
 from noema.storage import _sql, ops
 from noema.storage._dialect import SQLITE, chunks
 from noema.storage._migrations import no_store
@@ -170,9 +171,10 @@ def _ensure_mind(s: _Session, op: ops.EnsureMind) -> MindInfo:
     row = s.one("SELECT id, name, created_at FROM minds WHERE name = ?", (op.name,))
     if row is None:
         number = s.conn.execute("SELECT coalesce(max(text_index), 0) + 1 FROM minds").fetchone()[0]
+        created = to_micros(op.now)
         s.execute(
-            "INSERT INTO minds (id, name, created_at, text_index) VALUES (?, ?, ?, ?)",
-            (op.new_id, op.name, to_micros(op.now), number),
+            "INSERT INTO minds (id, name, created_at, text_index, digest) VALUES (?, ?, ?, ?, ?)",
+            (op.new_id, op.name, created, number, mind_digest(op.new_id, op.name, created)),
         )
         create_text_indexes(s.conn, op.new_id, number)
         row = (op.new_id, op.name, to_micros(op.now))

@@ -4,22 +4,24 @@ The part of the contract that ``test_storage_contract.py`` leaves to this file:
 the world ops (the tree, its links, its composed vectors, counts), the isolation
 of one world from its siblings by ``RecallFilters.worlds`` on every read path
 that takes filters, the history ``UpdateMemories`` keeps of a memory's status,
-lifecycle and validity (``MemoryStates``), and ``RecallFilters.known_at`` on every
-read path. Like that file, every test runs on every backend, speaks only in
-``ops`` records and never reads the database behind the protocol's back.
+lifecycle and validity (``MemoryStates``), ``RecallFilters.known_at`` on every
+read path, and ``ReadStoredRows``: what verify reads of these tables. Like that
+file, every test runs on every backend, speaks only in ``ops`` records and never
+reads the database behind the protocol's back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
 import pytest
 
-from concepts import ROOT_WORLD, Lifecycle, Memory, RecallFilters, Status, World
+from concepts import ROOT_WORLD, Lifecycle, Memory, Peer, RecallFilters, Status, World
 from noema.errors import StorageError
+from noema.ids import mind_digest
 from noema.storage import Storage, open_storage, ops
 
 from .test_storage_contract import (
@@ -33,6 +35,7 @@ from .test_storage_contract import (
 )
 
 MICRO = timedelta(microseconds=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ALL_STATUSES = tuple(Status)
 LIMIT = 1_000
 #: Every memory of the read-path stores matches these, on each path.
@@ -796,3 +799,35 @@ def test_known_at_filters_by_the_state_known_then_on_every_read_path(
                 m.model_copy(update=state_of(states[m.id])) if m.id in states else m for m in now
             ]
         assert {by_id[m.id] for m in then if filters.matches(m, as_of)} == names, label
+
+
+def test_read_stored_rows_gives_verify_each_minds_own_rows(storage: Storage) -> None:
+    """``ReadStoredRows``: the mind's row and digest, worlds, links, spans and peers, per mind."""
+    mind_id, other = ensure_mind(storage, "m"), ensure_mind(storage, "other")
+    t1 = T0 + timedelta(days=1, microseconds=3)
+    memory = make_memory(mind_id, "the office is in Leeds")
+    write(
+        storage,
+        ops.PutWorlds([world(mind_id, "w-work", "work", at=t1)]),
+        ops.PutWorlds([world(other, "w-theirs", "theirs")]),
+        ops.PutWorldLink(mind_id, "w-work", "w-home", t1),
+        ops.PutPeer(mind_id, Peer(name="bee", mind="other", alpha=6.5, created_at=t1)),
+        ops.InsertMemories([memory]),
+    )
+    closed = {"status": Status.SUPERSEDED, "valid_to": t1, "changed_at": t1}
+    write(storage, ops.UpdateMemories(mind_id, [(memory.id, closed)]))
+    rows: ops.StoredRows = read(storage, ops.ReadStoredRows(mind_id))
+    assert rows.mind is not None
+    info, digest = rows.mind
+    assert (info.id, info.name, info.created_at) == (mind_id, "m", T0)
+    assert digest == mind_digest(mind_id, "m", (T0 - EPOCH) // MICRO)
+    assert rows.worlds == [world(mind_id, "w-work", "work", at=t1)]
+    assert rows.links == [("w-work", "w-home", t1)]
+    assert rows.history == [(memory.id, T0, t1, Status.ACTIVE, memory.lifecycle, None)]
+    assert [(p.name, p.alpha, p.created_at) for p in rows.peers] == [("bee", 6.5, t1)]
+    assert rows.unreadable == []
+    theirs: ops.StoredRows = read(storage, ops.ReadStoredRows(other))
+    assert [w.id for w in theirs.worlds] == ["w-theirs"]
+    assert (theirs.links, theirs.history, theirs.peers) == ([], [], [])
+    gone: ops.StoredRows = read(storage, ops.ReadStoredRows("no-such-mind"))
+    assert gone.mind is None and gone.worlds == []

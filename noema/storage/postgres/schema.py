@@ -45,6 +45,12 @@ _TYPES: shared.Types = {
     "without_rowid": "",
 }
 
+#: ``noema.ids.mind_digest`` of a ``minds`` row, in SQL.
+_MIND_DIGEST = (
+    "encode(sha256(convert_to(id || chr(31) || name || chr(31) || created_at::text, 'UTF8')), "
+    "'hex')"
+)
+
 MIGRATIONS: list[Migration] = [
     (
         1,
@@ -181,6 +187,11 @@ MIGRATIONS: list[Migration] = [
     (7, "worlds, composed vectors, history", shared.render(shared.WORLDS_AND_HISTORY, _TYPES)),
     (8, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
     (9, "the recent order reads valid time", shared.render(shared.VALID_TIME_ORDER, _TYPES)),
+    (
+        10,
+        "a digest of each mind's row",
+        shared.render(shared.MIND_DIGEST, _TYPES) + f"UPDATE minds SET digest = {_MIND_DIGEST};\n",
+    ),
 ]
 
 

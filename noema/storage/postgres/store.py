@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from concepts import Memory, MindInfo
 from noema.errors import ConfigError, InvalidInput, StorageError
+from noema.ids import mind_digest
 from noema.storage import _sql, ops
 from noema.storage._dialect import POSTGRES
 from noema.storage._rows import (
@@ -171,10 +172,11 @@ class PostgresSession(_sql.SqlSession):
 
 
 def _ensure_mind(s: PostgresSession, op: ops.EnsureMind) -> MindInfo:
+    created = to_micros(op.now)
     s.execute(
-        "INSERT INTO minds (id, name, created_at) VALUES (%s, %s, %s) "
+        "INSERT INTO minds (id, name, created_at, digest) VALUES (%s, %s, %s, %s) "
         "ON CONFLICT (name) DO NOTHING",
-        (op.new_id, op.name, to_micros(op.now)),
+        (op.new_id, op.name, created, mind_digest(op.new_id, op.name, created)),
     )
     row = s.one("SELECT id, name, created_at FROM minds WHERE name = %s", (op.name,))
     assert row is not None
