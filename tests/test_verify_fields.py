@@ -360,18 +360,19 @@ def test_a_store_from_before_mind_digests_still_verifies_after_upgrading(
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_worlds_links_and_history_verify_in_a_restored_copy(
+def test_worlds_links_history_and_peers_verify_in_a_restored_copy(
     mind: Mind, clock: ManualClock, open_mind: Any
 ) -> None:
-    """A restore keeps worlds and spans as they were; its links take the new mind's time."""
+    """A restore keeps worlds, spans and subscriptions as they were; links take the new time."""
     worlds_and_peers(mind, clock, open_mind)
-    mind.unfederate("bee")  # an export holds no subscriptions
-    assert mind.verify().ok
+    assert mind.verify().ok and mind.peers()
     clock.advance(days=1)
     copy = open_mind("copy")
     copy.import_(mind.export_lines())
     report = copy.verify()
     assert report.ok, report.problems
+    assert copy.peers() == mind.peers()
+    assert copy.export_lines() == mind.export_lines()
 
 
 # ---------------------------------------------------------------- values no codec reads

@@ -1,7 +1,8 @@
 """Export a mind as JSONL and import it into an empty mind, byte for byte.
 
 Lines: a header, then the worlds and their links, memories and relationships in
-id order, then events and audit entries in append order. An export of one world
+id order, the mind's subscriptions to peers, then events and audit entries in
+append order. An export of one world
 (and its descendants) holds that part of the tree, its memories and the edges
 between them, and no events or audit chain: it is for reading, not restoring.
 No line names the mind, so a file imports into any empty mind and exports from
@@ -27,6 +28,7 @@ from concepts import (
     Lifecycle,
     Memory,
     MindInfo,
+    Peer,
     Relationship,
     Status,
     World,
@@ -50,7 +52,7 @@ _PAGE = 2_000
 _UNBOUND = ""  # mind id of parsed records until they are restored into a mind
 
 
-def _record(model: Memory | Relationship | AuditEntry | World) -> dict[str, Any]:
+def _record(model: Memory | Relationship | AuditEntry | World | Peer) -> dict[str, Any]:
     data = model.model_dump(mode="python", exclude={"mind_id"})
     for name, value in data.items():
         if hasattr(value, "astimezone"):
@@ -169,6 +171,10 @@ def export_lines(storage: Storage, mind: MindInfo, world: str | None = None) -> 
         if scope is not None:  # a part of the mind: its log and chain vouch for the whole
             return lines
         lines += [
+            canonical({"type": "peer", **_record(p)})
+            for p in session.run(ops.ListPeers(mind.id))
+        ]
+        lines += [
             canonical({"type": "event", **event_record(e)}) for e in iter_events(session, mind.id)
         ]
         lines += [canonical({"type": "audit", **_record(a)}) for a in iter_audit(session, mind.id)]
@@ -186,6 +192,7 @@ class ExportData:
     worlds: list[World] = field(default_factory=list)
     world_links: list[tuple[str, str]] = field(default_factory=list)
     history: list[ops.HistorySpan] = field(default_factory=list)
+    peers: list[Peer] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """How many records of each type the export holds."""
@@ -195,6 +202,7 @@ class ExportData:
             "relationships": len(self.relationships),
             "events": len(self.events),
             "audit": len(self.audit),
+            "peers": len(self.peers),
         }
 
 
@@ -207,6 +215,7 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
     worlds: list[World] = []
     links: list[tuple[str, str]] = []
     history: list[ops.HistorySpan] = []
+    peers: list[Peer] = []
     header = False
     for number, raw in enumerate(lines, start=1):
         where = f"line {number}"
@@ -247,6 +256,8 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
                 links.append((str(data.get("src", "")), str(data.get("dst", ""))))
             elif kind == "history":
                 history.append(_span(data))
+            elif kind == "peer":
+                peers.append(Peer.model_validate(data))
             else:
                 raise InvalidInput(f"{where}: unknown record type {kind!r}")
         except ValidationError as exc:
@@ -275,7 +286,9 @@ def parse_export(lines: Iterable[bytes | str]) -> ExportData:
             raise InvalidInput(
                 f"a history line names memory {span[0]}, which the file does not hold"
             )
-    return ExportData(memories, edges, events, audit, worlds, links, history)
+    if len({p.name for p in peers}) != len(peers):
+        raise InvalidInput("two peer lines have the same name")
+    return ExportData(memories, edges, events, audit, worlds, links, history, peers)
 
 
 def check_secrets(data: ExportData, policy: WritePolicy) -> None:
@@ -292,6 +305,13 @@ def check_secrets(data: ExportData, policy: WritePolicy) -> None:
                 f"memory {memory.id}: the export holds a credential ({', '.join(kinds)}); "
                 "a restore cannot redact it: remove it before exporting (noema forget), or "
                 "import into a mind whose write policy's secrets is 'allow'"
+            )
+    for peer in data.peers:
+        if kinds := value_kinds([peer.name, peer.url or ""]):
+            raise PolicyViolation(
+                f"peer line: the export holds a credential ({', '.join(kinds)}); "
+                "a restore cannot redact it: import into a mind whose write policy's "
+                "secrets is 'allow'"
             )
     for event in data.events:
         if kinds := value_kinds(event.payload):
@@ -328,6 +348,8 @@ def restore(
         session.run(
             ops.InsertRelationships([e.model_copy(update=bind) for e in data.relationships])
         )
+        for peer in data.peers:
+            session.run(ops.PutPeer(mind.id, peer))
         session.run(ops.AppendEvents([e.model_copy(update=bind) for e in data.events]))
         session.run(ops.AppendAudit(mind.id, data.audit))
     return data.counts()
