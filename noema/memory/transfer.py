@@ -171,8 +171,7 @@ def export_lines(storage: Storage, mind: MindInfo, world: str | None = None) -> 
         if scope is not None:  # a part of the mind: its log and chain vouch for the whole
             return lines
         lines += [
-            canonical({"type": "peer", **_record(p)})
-            for p in session.run(ops.ListPeers(mind.id))
+            canonical({"type": "peer", **_record(p)}) for p in session.run(ops.ListPeers(mind.id))
         ]
         lines += [
             canonical({"type": "event", **event_record(e)}) for e in iter_events(session, mind.id)
