@@ -21,7 +21,6 @@ import secrets
 import signal
 import sqlite3
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ import httpx
 import httpx2
 import psycopg
 import pytest
-import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -38,7 +36,7 @@ from noema import ManualClock, Mind
 from noema.access import NOBODY, OPERATOR, acting_as, serving
 from noema.async_mind import AsyncMind
 from noema.errors import ConfigError, Forbidden, PolicyViolation
-from noema.http.app import create_app, listen
+from noema.http.app import create_app
 from noema.http.auth import Tokens
 from noema.mcp.server import build_server
 from tests.conftest import PostgresServer
@@ -54,22 +52,7 @@ class Server(Live):
     """``noema serve``'s application over ``alice`` and ``bob``, on loopback, with its flags."""
 
     def __init__(self, minds: dict[str, Mind], tokens: Tokens | None, **flags: Any) -> None:
-        self.app = create_app(minds, tokens=tokens, on_ready=self._ready, **flags)
-        self.started = threading.Event()
-        self.sock = listen("127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            self.app, lifespan="on", log_level="warning", access_log=False, ws="none"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        assert self.started.wait(30), "the server did not start"
-        self.doc: dict[str, Any] = httpx.get(f"{self.url}/openapi.json").json()
-        self.covered: set[str] = set()
-        self.clients: list[httpx.Client] = []
+        super().__init__(minds, tokens, **{"allow_federation": False, **flags})
 
 
 Serve = Callable[..., Server]

@@ -56,13 +56,16 @@ class Live:
         *,
         allow_hosts: Iterable[str] = (),
         request_timeout: float = REQUEST_TIMEOUT,
+        allow_federation: bool = True,
+        **flags: Any,
     ) -> None:
         self.app = create_app(
             minds,
             tokens=tokens,
             allow_hosts=allow_hosts,
             on_ready=self._ready,
-            allow_federation=True,
+            allow_federation=allow_federation,
+            **flags,
         )
         self.started = threading.Event()
         self.sock = listen("127.0.0.1", 0)
