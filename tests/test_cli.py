@@ -208,7 +208,9 @@ def test_remember_json_with_every_option(noema: Cli) -> None:
     assert data["importance"] == pytest.approx(0.9)
     assert data["confidence"] == pytest.approx(0.95)
     assert data["valid_from"] == "2024-01-02T03:04:05.000000Z"
-    assert data["recorded_at"] == "2024-02-01T00:00:00.000000Z"
+    # --at is when it happened (activation starts then); the store records when it learned it
+    assert data["activation_at"] == "2024-02-01T00:00:00.000000Z"
+    assert data["recorded_at"] > data["activation_at"]
     assert data["tags"] == ["ops", "deploy"]
     assert show(noema, data["id"])["content"] == "The deploy ran at dawn"
 
@@ -343,7 +345,8 @@ def test_remember_file_json_with_every_field(noema: Cli, tmp_path: Path) -> None
     assert first["importance"] == pytest.approx(0.7)
     assert first["confidence"] == pytest.approx(0.9)
     assert first["valid_from"] == "2023-05-01T00:00:00.000000Z"
-    assert first["recorded_at"] == "2023-05-02T10:00:00.000000Z"
+    assert first["activation_at"] == "2023-05-02T10:00:00.000000Z"  # the line's "at"
+    assert first["recorded_at"] > first["activation_at"]  # the store's own time
     assert first["tags"] == ["dana", "travel"]
     assert (second["kind"], second["epistemic"], second["channel"]) == (
         "procedural",

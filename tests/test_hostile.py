@@ -1081,6 +1081,7 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
         "strategy": "flat",
     },
     "get": {"memory_id": MEMORY, "known_at": None},
+    "fact": {"key": "fuzz.key", "as_of": None, "known_at": None},
     "get_many": {"memory_ids": [MEMORY, OTHER], "known_at": None},
     "relationships": {"memory_id": MEMORY},
     "timeline": {"filters": {"tags": ["seed0"]}, "limit": 10},

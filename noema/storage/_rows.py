@@ -234,7 +234,10 @@ def memory_from_row(row: Sequence[Any]) -> Memory:
 
     Raises:
         IntegrityError: a column holds a value no memory can have.
+        ValueError: the row is not as wide as ``MEMORY_COLUMNS`` (a bug, not the data).
     """
+    if len(row) != len(MEMORY_COLUMNS):
+        raise ValueError(f"a memory row has {len(MEMORY_COLUMNS)} columns, not {len(row)}")
     try:
         return _memory_from_row(row)
     except (KeyError, TypeError, ValueError) as exc:
