@@ -124,8 +124,8 @@ def test_a_token_cannot_read_another_mind_through_a_peer_over_mcp(serve: Serve) 
             server,
             TOKEN_ALICE,
             "alice",
-            ("federate_add", {"name": "x", "mind": "bob"}),
-            ("federate_list", {}),
+            ("federate", {"name": "x", "mind": "bob"}),
+            ("peers", {}),
             ("recall", {"query": "Bob safe opens"}),
         )
         assert added[0], added
@@ -134,9 +134,9 @@ def test_a_token_cannot_read_another_mind_through_a_peer_over_mcp(serve: Serve) 
         assert listed == (False, {"peers": []})
         assert BOBS_SECRET not in _contents(recalled[1])
         alice = Api(server, TOKEN_ALICE)
-        refused = alice.error("add_peer", 403, mind="alice", json={"name": "x", "mind": "bob"})
+        refused = alice.error("federate", 403, mind="alice", json={"name": "x", "mind": "bob"})
         assert refused["field"] == "mind" and refused["error"].startswith("mind: ")
-        assert alice.ok("list_peers", mind="alice")["peers"] == []
+        assert alice.ok("peers", mind="alice")["peers"] == []
 
 
 def test_with_allow_federation_a_token_subscribes_only_where_it_may(
@@ -147,22 +147,22 @@ def test_with_allow_federation_a_token_subscribes_only_where_it_may(
     server = serve(allow_federation=True, peer_urls=[listed_url])
     alice, both = Api(server, TOKEN_ALICE), Api(server, TOKEN_BOTH)
 
-    # REST: a mind the token opens, and no other; it names no other store.
-    refused = alice.error("add_peer", 403, mind="alice", json={"name": "b", "mind": "bob"})
+    # REST: a mind the token opens, and no other; a store only on the --peer-url list.
+    refused = alice.error("federate", 403, mind="alice", json={"name": "b", "mind": "bob"})
     assert refused["field"] == "mind" and refused["error"].startswith("mind: ")
-    assert both.ok("add_peer", mind="alice", json={"name": "b", "mind": "bob"})["mind"] == "bob"
+    assert both.ok("federate", mind="alice", json={"name": "b", "mind": "bob"})["mind"] == "bob"
     elsewhere = {"name": "o", "mind": "far", "url": other_url}
-    assert alice.error("add_peer", 422, mind="alice", json=elsewhere)["field"] == "url"
+    assert alice.error("federate", 403, mind="alice", json=elsewhere)["field"] == "url"
 
     # MCP over HTTP: the same rule, through the token of the request that calls the tool.
     replies = _mcp(
         server,
         TOKEN_ALICE,
         "alice",
-        ("federate_add", {"name": "b2", "mind": "bob"}),
-        ("federate_add", {"name": "o", "mind": "far", "url": other_url}),
-        ("federate_add", {"name": "f", "mind": "far", "url": listed_url}),
-        ("federate_list", {}),
+        ("federate", {"name": "b2", "mind": "bob"}),
+        ("federate", {"name": "o", "mind": "far", "url": other_url}),
+        ("federate", {"name": "f", "mind": "far", "url": listed_url}),
+        ("peers", {}),
     )
     assert replies[0][0] and ": mind: " in replies[0][1]
     assert replies[1][0] and ": url: " in replies[1][1]
@@ -170,10 +170,10 @@ def test_with_allow_federation_a_token_subscribes_only_where_it_may(
     assert [p["name"] for p in replies[3][1]["peers"]] == ["b", "f"]
     recalled = both.ok("recall", mind="alice", json={"query": "Bob safe lighthouse log"})
     assert {r["peer"] for r in recalled["results"]} == {"b", "f"}
-    assert both.ok("remove_peer", mind="alice", name="b")["name"] == "b"
+    assert both.ok("unfederate", mind="alice", name="b")["name"] == "b"
     assert BOBS_SECRET not in _contents(both.ok("recall", mind="alice", json={"query": "Bob safe"}))
     [(failed, added)] = _mcp(
-        server, TOKEN_BOTH, "alice", ("federate_add", {"name": "b", "mind": "bob"})
+        server, TOKEN_BOTH, "alice", ("federate", {"name": "b", "mind": "bob"})
     )
     assert not failed and added["mind"] == "bob"
     assert BOBS_SECRET in _contents(both.ok("recall", mind="alice", json={"query": "Bob safe"}))
@@ -223,7 +223,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
         # MCP, in-process, over the mind bound to a server's caller.
         async def in_process() -> str:
             async with Client(build_server(alice)) as client:
-                result = await client.call_tool("federate_add", {"name": "b", "mind": "bob"})
+                result = await client.call_tool("federate", {"name": "b", "mind": "bob"})
                 assert result.is_error
                 return str(result.content[0].text)  # type: ignore[union-attr]
 
@@ -238,7 +238,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
             env=dict(os.environ),  # the SDK passes on only a few variables by default
         )
         async with Client(params) as client:
-            result = await client.call_tool("federate_add", {"name": "b", "mind": "bob"})
+            result = await client.call_tool("federate", {"name": "b", "mind": "bob"})
             if result.is_error:
                 return True, result.content[0].text  # type: ignore[union-attr]
             return False, result.structured_content
@@ -250,12 +250,12 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
     # REST and MCP over HTTP: `noema serve`'s application without --allow-federation.
     server = serve()
     refused_rest = Api(server, TOKEN_BOTH).error(
-        "add_peer", 403, mind="alice", json={"name": "b", "mind": "bob"}
+        "federate", 403, mind="alice", json={"name": "b", "mind": "bob"}
     )
     assert refused_rest["field"] == "mind"
     lines["rest"] = refused_rest["error"]
     [(failed, text)] = _mcp(
-        server, TOKEN_BOTH, "alice", ("federate_add", {"name": "b", "mind": "bob"})
+        server, TOKEN_BOTH, "alice", ("federate", {"name": "b", "mind": "bob"})
     )
     assert failed
     lines["mcp-http"] = str(text).removeprefix("Error executing tool federate_add: ")
@@ -316,10 +316,10 @@ def test_noema_serve_allows_federation_only_with_its_flag(tmp_path: Path) -> Non
             httpx2.AsyncClient(headers=headers, timeout=30) as http,
             Client(streamable_http_client(f"{url}/v1/minds/alice/mcp", http_client=http)) as mcp,
         ):
-            added = await mcp.call_tool("federate_add", arguments)
+            added = await mcp.call_tool("federate", arguments)
             if added.is_error:
                 return True, added.content[0].text  # type: ignore[union-attr]
-            await mcp.call_tool("federate_remove", {"name": arguments["name"]})
+            await mcp.call_tool("unfederate", {"name": arguments["name"]})
             return False, added.structured_content
 
     def run(*flags: str) -> dict[str, str]:

@@ -113,5 +113,5 @@ def test_errors_are_one_line_and_name_their_field(server: Server, mind: Mind) ->
         reply = server.fact(key, **params)
         assert reply.status_code == status, (key, params, reply.text)
         assert reply.json()["field"] == field, (key, params, reply.json())
-    assert "no memory holds key 'ada.job' in mind 'ada'" in server.fact("ada.job").text
+    assert "no memory holds key 'ada.job' in mind 'default'" in server.fact("ada.job").text
     assert len(mind.events()) == events  # reading a fact writes nothing

@@ -37,13 +37,13 @@ from noema import ManualClock, Mind, UsageError, errors
 from noema.http.app import REQUEST_TIMEOUT, create_app, http_server, listen, status_of
 from noema.http.auth import Tokens, add_token, is_loopback, read_tokens
 from noema.http.openapi import MCP_PATH, openapi_path
-from noema.http.routes import OPERATIONS
+from noema.http.routes import ENDPOINTS
 
 NOEMA = str(Path(sys.executable).parent / "noema")
 TOKEN_A = "token-for-ada-only-0123456789"
 TOKEN_B = "token-for-bob-only-0123456789"
 TOKEN_AB = "token-for-ada-and-bob-0123456"
-BY_NAME = {op.name: op for op in OPERATIONS}
+BY_NAME = {op.name: op for op in ENDPOINTS}
 
 
 class Live:
@@ -203,7 +203,7 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
         },
     )
     assert lisbon["world"] == "personal/places" and lisbon["channel"] == "tool"
-    assert api.ok("get_fact", mind="ada", key="user.home_city")["id"] == lisbon["id"]
+    assert api.ok("fact", mind="ada", key="user.home_city")["id"] == lisbon["id"]
     tea = api.ok("remember", mind="ada", json={"content": "Ada drinks green tea"})
     coffee = api.ok(
         "remember",
@@ -226,13 +226,13 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
         json={"query": "Ada", "world": "personal", "peek": True, "kinds": ["semantic"]},
     )
     assert [r["id"] for r in scoped["results"]] == [lisbon["id"]]
-    listed = api.ok("list_memories", mind="ada", params={"kinds": ["episodic"], "limit": 5})
+    listed = api.ok("timeline", mind="ada", params={"kinds": ["episodic"], "limit": 5})
     assert [m["id"] for m in listed["memories"]] == [coffee["id"]]
 
-    detail = api.ok("get_memory", mind="ada", id=coffee["id"])
+    detail = api.ok("get", mind="ada", id=coffee["id"])
     assert [e["relation"] for e in detail["relationships"]] == ["related_to"]
     when = {"known_at": coffee["recorded_at"]}
-    then = api.ok("get_memory", mind="ada", id=coffee["id"], params=when)
+    then = api.ok("get", mind="ada", id=coffee["id"], params=when)
     assert then["recorded_at"] == coffee["recorded_at"] and len(then["relationships"]) == 1
     kinds = [e["kind"] for e in api.ok("memory_events", mind="ada", id=lisbon["id"])["events"]]
     assert kinds[0] == "memory_created" and "memory_retrieved" in kinds
@@ -241,7 +241,7 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     assert rated["feedback_count"] == 1
     porto = api.ok("supersede", mind="ada", id=lisbon["id"], json={"content": "Ada lives in Porto"})
     assert porto["key"] == "user.home_city" and porto["world"] == "personal/places"
-    assert api.ok("get_memory", mind="ada", id=lisbon["id"])["status"] == "superseded"
+    assert api.ok("get", mind="ada", id=lisbon["id"])["status"] == "superseded"
     assert api.ok("verify_memory", mind="ada", id=porto["id"], json={})["lifecycle"] == "verified"
     rejected = api.ok("reject_memory", mind="ada", id=tea["id"], json={"reason": "she quit tea"})
     assert rejected["lifecycle"] == "rejected"
@@ -260,7 +260,7 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     pending = api.ok("proposals", mind="ada")["proposals"]
     assert [p["id"] for p in pending] == [proposal["id"]]
     assert pending[0]["dst_content"] == "Ada drinks green tea"
-    assert api.ok("reject_proposal", mind="ada", id=proposal["id"])["status"] == "rejected"
+    assert api.ok("reject", mind="ada", id=proposal["id"])["status"] == "rejected"
     other = api.ok("remember", mind="ada", json={"content": "Ada enjoys green tea daily"})
     again = api.ok(
         "relate",
@@ -281,9 +281,9 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
         "unlink_worlds", mind="ada", json={"src": "work/alpha", "dst": "personal/gamma"}
     )
     assert unlinked["links"] == []
-    paths = [w["path"] for w in api.ok("list_worlds", mind="ada")["worlds"]]
+    paths = [w["path"] for w in api.ok("worlds", mind="ada")["worlds"]]
     assert paths[0] == "" and "personal/places" in paths
-    assert api.ok("show_world", mind="ada", path="personal/places")["memories"] == 1
+    assert api.ok("world", mind="ada", path="personal/places")["memories"] == 1
 
     events = api.ok("events", mind="ada", params={"kinds": ["memory_created"], "limit": 2})
     assert [e["kind"] for e in events["events"]] == ["memory_created"] * 2
@@ -315,9 +315,9 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     assert episode["outcome"] == "success" and episode["world"] == "work/alpha"
     failed = {"task": "Fix the deploy once more", "outcome": "failure", "role": "ops"}
     api.ok("record_episode", mind="ada", json=failed)
-    listed = api.ok("list_episodes", mind="ada", params={"outcome": "success"})
+    listed = api.ok("episodes", mind="ada", params={"outcome": "success"})
     assert [e["id"] for e in listed["episodes"]] == [episode["id"]]
-    assert api.ok("get_episode", mind="ada", id=episode["id"])["task"] == "Fix the flaky deploy"
+    assert api.ok("episode", mind="ada", id=episode["id"])["task"] == "Fix the flaky deploy"
     asked = {"query": "flaky deploy", "role": "ops", "outcome": "success"}
     found = api.ok("recall_episodes", mind="ada", json=asked)["results"]
     assert [r["id"] for r in found] == [episode["id"]]
@@ -327,15 +327,15 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     assert api.ok("episode_stats", mind="ada", params={"role": "ops"})["episodes"] == 2
 
     both.ok("remember", mind="bob", json={"content": "Bob keeps the Lisbon office keys"})
-    peer = both.ok("add_peer", mind="ada", json={"name": "bob", "mind": "bob"})
+    peer = both.ok("federate", mind="ada", json={"name": "bob", "mind": "bob"})
     assert peer["mind"] == "bob" and peer["url"] is None
-    assert [p["name"] for p in api.ok("list_peers", mind="ada")["peers"]] == ["bob"]
+    assert [p["name"] for p in api.ok("peers", mind="ada")["peers"]] == ["bob"]
     federated = api.ok("recall", mind="ada", json={"query": "Lisbon office keys"})
     assert any(r["peer"] == "bob" for r in federated["results"])
     trusted = api.ok("peer_feedback", mind="ada", name="bob", json={"value": 1.0})
     assert trusted["alpha"] > peer["alpha"]
-    assert api.ok("remove_peer", mind="ada", name="bob")["name"] == "bob"
-    assert api.ok("list_peers", mind="ada")["peers"] == []
+    assert api.ok("unfederate", mind="ada", name="bob")["name"] == "bob"
+    assert api.ok("peers", mind="ada")["peers"] == []
 
     assert live.covered == set(BY_NAME), sorted(set(BY_NAME) - live.covered)
 
@@ -358,7 +358,7 @@ def _sample_call(name: str, ids: dict[str, str]) -> dict[str, Any]:
         "move_world": {"path": "w", "parent": ""},
         "link_worlds": {"src": "w", "dst": "w"},
         "unlink_worlds": {"src": "w", "dst": "w"},
-        "add_peer": {"name": "p", "mind": "bob"},
+        "federate": {"name": "p", "mind": "bob"},
         "record_episode": {"task": "t", "outcome": "success"},
         "peer_feedback": {"value": 1.0},
     }
@@ -382,7 +382,7 @@ def test_a_token_opens_its_minds_and_no_other(live: Live) -> None:
     stranger = Api(live, "token-that-nobody-ever-granted-42")
     memory = ada.ok("remember", mind="ada", json={"content": "Ada's door code is in the safe"})
     before = counts(ada, "ada")
-    per_mind = [op.name for op in OPERATIONS if "{mind}" in op.path]
+    per_mind = [op.name for op in ENDPOINTS if "{mind}" in op.path]
     for name in per_mind:
         call = _sample_call(name, {"memory": memory["id"]})
         assert "token does not open mind 'ada'" in bob.error(name, 403, **call)["error"]
@@ -395,11 +395,11 @@ def test_a_token_opens_its_minds_and_no_other(live: Live) -> None:
     assert nobody.error("list_minds", 401)["field"] is None
 
     # ada may not subscribe to bob with a token that cannot read bob: recall would leak him.
-    refused = ada.error("add_peer", 403, mind="ada", json={"name": "b", "mind": "bob"})
+    refused = ada.error("federate", 403, mind="ada", json={"name": "b", "mind": "bob"})
     assert refused["field"] == "mind"
-    assert ada.ok("list_peers", mind="ada")["peers"] == []
+    assert ada.ok("peers", mind="ada")["peers"] == []
     # An id of ada's memory is not bob's, even with a token that opens both.
-    assert both.error("get_memory", 404, mind="bob", id=memory["id"])["error"]
+    assert both.error("get", 404, mind="bob", id=memory["id"])["error"]
     mcp = bob.http.post("/v1/minds/ada/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert mcp.status_code == 403
     assert_one_line_error(mcp)
@@ -723,10 +723,10 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("recall", {"json": {"query": "x", "statuses": ["gone"]}}, 422, "statuses.0"),
     ("recall", {"json": {"query": "x", "peek": "yes"}}, 422, "peek"),
     ("recall", {"json": {"query": "x", "min_feedback": 3}}, 422, "min_feedback"),
-    ("get_memory", {"id": "no-such-memory"}, 404, None),
-    ("get_memory", {"id": "x", "params": {"known_at": "soon"}}, 422, "known_at"),
-    ("get_memory", {"id": "x", "params": {"known_at": ""}}, 422, "known_at"),
-    ("get_memory", {"id": "x", "params": {"verbose": "1"}}, 422, "verbose"),
+    ("get", {"id": "no-such-memory"}, 404, None),
+    ("get", {"id": "x", "params": {"known_at": "soon"}}, 422, "known_at"),
+    ("get", {"id": "x", "params": {"known_at": ""}}, 422, "known_at"),
+    ("get", {"id": "x", "params": {"verbose": "1"}}, 422, "verbose"),
     ("retract", {"id": "no-such-memory", "json": {"reason": "r"}}, 404, None),
     ("retract", {"id": "x", "json": {}}, 422, "reason"),
     ("retract", {"id": "x", "json": {"reason": "\v"}}, 422, "reason"),
@@ -736,23 +736,23 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("approve", {"id": "no-such-edge", "json": {}}, 404, None),
     ("approve", {"id": "x", "json": {"now": True}}, 422, "now"),
     ("memory_events", {"id": "x", "params": {"limit": "0"}}, 422, "limit"),
-    ("list_memories", {"params": {"limit": ["1", "2"]}}, 422, "limit"),
+    ("timeline", {"params": {"limit": ["1", "2"]}}, 422, "limit"),
     ("health", {"params": {"rules": ["no_such_rule"]}}, 422, "rules"),
-    ("show_world", {"path": "nowhere"}, 404, None),
+    ("world", {"path": "nowhere"}, 404, None),
     ("create_world", {"json": {"path": "a/" * 20}}, 422, None),
     ("rename_world", {"json": {"path": "nowhere", "name": "x"}}, 404, None),
     ("rename_world", {"json": {"path": "/", "name": "x"}}, 422, "path"),
     ("move_world", {"json": {"path": "", "parent": "a"}}, 422, "path"),
     ("peer_feedback", {"name": "nobody", "json": {"value": 1.0}}, 404, None),
-    ("remove_peer", {"name": "nobody"}, 404, None),
-    ("add_peer", {"json": {"name": "b", "mind": "bob", "url": "sqlite:////etc/x"}}, 422, "url"),
+    ("unfederate", {"name": "nobody"}, 404, None),
+    ("federate", {"json": {"name": "b", "mind": "bob", "url": "sqlite:////etc/x"}}, 403, "url"),
     ("export", {"params": {"world": "no such world!"}}, 422, None),
     ("record_episode", {"json": {"task": "x"}}, 422, "outcome"),
     ("record_episode", {"json": {"task": "x", "outcome": "meh"}}, 422, "outcome"),
     ("record_episode", {"json": {"task": "x", "outcome": "success", "world": "a b"}}, 422, None),
-    ("get_episode", {}, 404, None),  # the kept memory is not an episode
+    ("episode", {}, 404, None),  # the kept memory is not an episode
     ("recall_episodes", {"json": {"limit": 0}}, 422, "limit"),
-    ("list_episodes", {"params": {"outcome": "meh"}}, 422, "outcome"),
+    ("episodes", {"params": {"outcome": "meh"}}, 422, "outcome"),
 ]
 
 
@@ -815,7 +815,7 @@ def test_what_json_and_http_allow_is_taken(live: Live) -> None:
     found = api.ok("recall", mind="ada", json={"query": "Lisbon", "limit": 5.0, "seed": 7.0})
     assert len(found["results"]) == 1
     api.error("recall", 422, mind="ada", json={"query": "Lisbon", "limit": 5.5})
-    for name, methods in (("list_memories", {"GET", "POST"}), ("list_worlds", {"GET", "POST"})):
+    for name, methods in (("timeline", {"GET", "POST"}), ("worlds", {"GET", "POST"})):
         reply = api.http.request("OPTIONS", path_of(name, mind="ada"))
         assert reply.status_code == 405, reply.text
         assert methods <= {m.strip() for m in reply.headers["allow"].split(",")}
@@ -861,7 +861,7 @@ def test_the_openapi_document_is_valid_and_lists_every_route(live: Live) -> None
     listed = {(path, method) for path, entry in doc["paths"].items() for method in entry}
     assert routes == listed
     ids = [e["operationId"] for entry in doc["paths"].values() for e in entry.values()]
-    assert len(ids) == len(set(ids)) == len(OPERATIONS) + 3
+    assert len(ids) == len(set(ids)) == len(ENDPOINTS) + 3
     for path, entry in doc["paths"].items():
         for method, operation in entry.items():
             declared = {p["name"] for p in operation["parameters"] if p["in"] == "path"}
@@ -906,7 +906,7 @@ def test_mcp_over_streamable_http_per_mind(live: Live) -> None:
     tools, wrote, found = asyncio.run(session(TOKEN_A, "ada"))
     assert {"recall", "remember", "get", "retract", "supersede", "health"} <= tools
     assert [r["content"] for r in found["results"]][:1] == ["Ada's bike is blue"]
-    assert ada.ok("get_memory", mind="ada", id=wrote["id"])["content"] == "ada wrote this over MCP"
+    assert ada.ok("get", mind="ada", id=wrote["id"])["content"] == "ada wrote this over MCP"
     _, _, bobs = asyncio.run(session(TOKEN_AB, "bob"))
     assert bobs["results"] == []  # bob's MCP endpoint sees bob's memories only
 

@@ -918,7 +918,7 @@ def test_a_world_named_with_a_credential_is_refused_over_rest(
     try:
         api = Api(live, "token-for-ada-only-0123456789")
         api.ok("create_world", mind="ada", json={"path": "kept"})
-        before = counts(api, "ada"), api.ok("list_worlds", mind="ada")
+        before = counts(api, "ada"), api.ok("worlds", mind="ada")
         for path in SECRET_WORLDS:
             name = path.rsplit("/", 1)[-1]
             for route, body, field in (
@@ -937,7 +937,7 @@ def test_a_world_named_with_a_credential_is_refused_over_rest(
             # Moving and linking name no new world: one that is not there is not found.
             api.error("move_world", 404, mind="ada", json={"path": "kept", "parent": path})
             api.error("link_worlds", 404, mind="ada", json={"src": "kept", "dst": path})
-            assert (counts(api, "ada"), api.ok("list_worlds", mind="ada")) == before
+            assert (counts(api, "ada"), api.ok("worlds", mind="ada")) == before
     finally:
         live.stop()
         mind.close()

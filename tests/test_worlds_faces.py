@@ -362,7 +362,7 @@ def test_mcp_world_tools_create_list_rename_move_and_link(mind: Mind) -> None:
         made = await s.ok("create_world", path="work/alpha")
         assert set(made) == WORLD_KEYS and made["parent"] == "work"
         await s.ok("create_world", path="personal")
-        listed = (await s.ok("list_worlds"))["worlds"]
+        listed = (await s.ok("worlds"))["worlds"]
         assert [w["path"] for w in listed] == ["", "personal", "work", "work/alpha"]
         again = await s.ok("create_world", path="work/alpha")
         assert again["id"] == made["id"]

@@ -62,8 +62,8 @@ from noema.errors import (
 )
 from noema.http._served import HttpError, Served, ServedMinds, error_response
 from noema.http.auth import AllowedHosts, Grant, Tokens, bearer, is_loopback
-from noema.http.openapi import MCP_PATH, Operation, build_document
-from noema.http.routes import OPERATIONS, Call
+from noema.http.openapi import MCP_PATH, Endpoint, build_document
+from noema.http.routes import ENDPOINTS, Call
 from noema.mcp.server import build_server
 from noema.mind import Mind
 
@@ -127,7 +127,7 @@ class _Api:
         self.tokens = tokens
         self.max_body = max_body
         self.rights = rights
-        self.document: dict[str, Any] = build_document(OPERATIONS, version=__version__)
+        self.document: dict[str, Any] = build_document(ENDPOINTS, version=__version__)
 
     # ------------------------------------------------------------ who asks
 
@@ -234,7 +234,7 @@ class _Api:
 
     # ------------------------------------------------------------ the answer
 
-    def endpoint(self, operations: Mapping[str, Operation]) -> Callable[[Request], Any]:
+    def endpoint(self, operations: Mapping[str, Endpoint]) -> Callable[[Request], Any]:
         """The Starlette endpoint of one path: its operations by method (HEAD: GET's).
 
         One route a path, so a 405's ``Allow`` names every method the path has.
@@ -264,7 +264,7 @@ class _Api:
         answer.__name__ = "_".join(op.name for op in operations.values())
         return answer
 
-    async def _answer(self, operation: Operation, request: Request) -> Response:
+    async def _answer(self, operation: Endpoint, request: Request) -> Response:
         grant = self.grant(request.headers) if operation.auth else _OPEN
         params = dict(request.path_params)
         mind = params.pop("mind", None)
@@ -444,8 +444,8 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(api.document)
 
-    by_path: dict[str, dict[str, Operation]] = {}
-    for op in OPERATIONS:
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for op in ENDPOINTS:
         by_path.setdefault(op.path, {})[op.method] = op
     routes = [
         Route(path, api.endpoint(ops), methods=list(ops), name=next(iter(ops.values())).name)

@@ -17,17 +17,11 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel
 
-from concepts.models import MAX_KEY_CHARS
-from noema.http.models import (
-    LABEL_PATTERN,
-    PATH_PATTERN,
-    PAYLOAD_SCHEMA,
-    PLAIN_JSON,
-    ErrorOut,
-    RememberBody,
-)
+from noema.operations.fields import PAYLOAD_SCHEMA, PLAIN_JSON
+from noema.operations.requests import RememberRequest
+from noema.operations.results import ErrorOut
 
-__all__ = ["MCP_PATH", "Operation", "build_document", "openapi_path"]
+__all__ = ["MCP_PATH", "Endpoint", "build_document", "openapi_path"]
 
 #: Where each mind's MCP endpoint (streamable HTTP) is.
 MCP_PATH = "/v1/minds/{mind}/mcp"
@@ -55,21 +49,6 @@ _CHALLENGE = {
         "required": True,
         "schema": {"type": "string", "pattern": "^Bearer "},
     }
-}
-#: The schemas of path parameters other than a plain string.
-_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
-    "path": {
-        "type": "string",
-        "pattern": PATH_PATTERN,
-        "description": "a world path, e.g. work/project-x",
-    },
-    "key": {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": MAX_KEY_CHARS,
-        "pattern": LABEL_PATTERN,
-        "description": "a fact's subject key, e.g. user.home_city",
-    },
 }
 #: An error of the MCP transport: a JSON-RPC error object without a request id.
 _JSON_RPC_ERROR: dict[str, Any] = {
@@ -124,7 +103,7 @@ _JSON_RPC_MESSAGE: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
-class Operation:
+class Endpoint:
     """One route of the API.
 
     Attributes:
@@ -141,6 +120,8 @@ class Operation:
         media_type: its success reply's type.
         auth: whether it needs a token (every per-mind route does).
         tags: the document's grouping of it.
+        description: more than the summary, for the document.
+        path_model: the model whose fields the path's parameters are.
     """
 
     method: str
@@ -155,6 +136,8 @@ class Operation:
     media_type: str = "application/json"
     auth: bool = True
     tags: tuple[str, ...] = field(default_factory=tuple)
+    description: str = ""
+    path_model: type[BaseModel] | None = None
 
     @property
     def body_required(self) -> bool:
@@ -190,14 +173,20 @@ class _Schemas:
         return _ref(model.__name__)
 
 
-def _parameters(operation: Operation) -> list[dict[str, Any]]:
+def _path_schema(operation: Endpoint, name: str) -> dict[str, Any]:
+    """A path parameter's schema: its field's in the operation's request (else a string)."""
+    model = operation.path_model
+    if model is None or name not in model.model_fields:
+        return {"type": "string"}
+    schema = model.model_json_schema()
+    found = dict(_inline(schema["properties"][name], schema.get("$defs", {})))
+    found.pop("title", None)
+    return found
+
+
+def _parameters(operation: Endpoint) -> list[dict[str, Any]]:
     parameters: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "in": "path",
-            "required": True,
-            "schema": _PATH_PARAMETERS.get(name, {"type": "string"}),
-        }
+        {"name": name, "in": "path", "required": True, "schema": _path_schema(operation, name)}
         for name in re.findall(r"\{(\w+)(?::\w+)?\}", operation.path)
     ]
     if operation.query is None:
@@ -233,7 +222,7 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
     return schema
 
 
-def _responses(operation: Operation, schemas: _Schemas) -> dict[str, Any]:
+def _responses(operation: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     error = {"application/json": {"schema": _ref(ErrorOut.__name__)}}
     content: dict[str, Any]
     if operation.response is not None:
@@ -256,7 +245,7 @@ def _responses(operation: Operation, schemas: _Schemas) -> dict[str, Any]:
 
 
 def build_document(
-    operations: Sequence[Operation], *, version: str, title: str = "Noema"
+    operations: Sequence[Endpoint], *, version: str, title: str = "Noema"
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of ``operations`` (and of each mind's MCP endpoint)."""
     schemas = _Schemas()
@@ -266,6 +255,7 @@ def build_document(
         entry: dict[str, Any] = {
             "operationId": operation.name,
             "summary": operation.summary,
+            **({"description": operation.description} if operation.description else {}),
             "parameters": _parameters(operation),
             "responses": _responses(operation, schemas),
         }
@@ -283,7 +273,7 @@ def build_document(
     schemas.found["JsonRpcError"] = _JSON_RPC_ERROR
     schemas.found["JsonRpcMessage"] = _JSON_RPC_MESSAGE
     schemas.found["PlainJson"] = PLAIN_JSON
-    schemas.found[RememberBody.__name__]["properties"]["payload"] = PAYLOAD_SCHEMA
+    schemas.found[RememberRequest.__name__]["properties"]["payload"] = PAYLOAD_SCHEMA
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",

@@ -1,0 +1,110 @@
+"""The operations on task episodes: agent runs recorded, recalled and counted."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from concepts import Channel
+from noema import serialize
+from noema.operations import requests as q
+from noema.operations import results as r
+from noema.operations.spine import Operation, Route
+
+if TYPE_CHECKING:
+    from noema.mind import Mind
+
+__all__ = ["OPERATIONS"]
+
+
+def _record_episode(mind: Mind, request: q.EpisodeRequest) -> dict[str, Any]:
+    fields = request.model_dump(exclude={"channel"}, exclude_none=True)
+    return serialize.episode_json(mind.record_episode(fields, channel=Channel(request.channel)))
+
+
+def _episodes(mind: Mind, request: q.EpisodesRequest) -> dict[str, Any]:
+    found = mind.episodes(**request.model_dump(exclude_none=True))
+    return {"episodes": [serialize.episode_json(record) for record in found]}
+
+
+def _episode(mind: Mind, request: q.IdRequest) -> dict[str, Any]:
+    return serialize.episode_json(mind.episode(request.id))
+
+
+def _recall_episodes(mind: Mind, request: q.EpisodeRecallRequest) -> dict[str, Any]:
+    options = request.model_dump(exclude={"query"}, exclude_none=True)
+    results = mind.recall_episodes(request.query, **options)
+    paths = mind.world_paths() if any(x.memory.world for x in results) else {}
+    return {
+        "results": [
+            serialize.episode_result_json(x, world=paths.get(x.memory.world, "")) for x in results
+        ]
+    }
+
+
+def _episode_stats(mind: Mind, request: q.EpisodeStatsRequest) -> dict[str, Any]:
+    stats = mind.episode_stats(**request.model_dump(exclude_none=True))
+    return serialize.episode_stats_json(stats)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "record_episode",
+        "Record one agent run as a task episode: what was asked, how, and how it went.",
+        q.EpisodeRequest,
+        r.EpisodeOut,
+        _record_episode,
+        writes=True,
+        route=Route("POST", "/episodes", "episodes", status=201),
+        description=(
+            '`actions` are the tool calls, each `{"tool", "arguments", "result", '
+            '"duration_ms", "failed"}` (summaries of at most 500 characters); `rating` is '
+            "from 0 (worst) to 1 (best). `recall_episodes` then finds it by meaning and "
+            "outcome, and `episode_stats` counts it."
+        ),
+    ),
+    Operation(
+        "episodes",
+        "Recorded episodes, newest first, of a role, agent, outcome, tool or world.",
+        q.EpisodesRequest,
+        r.EpisodesOut,
+        _episodes,
+        writes=False,
+        route=Route("GET", "/episodes", "episodes"),
+    ),
+    Operation(
+        "recall_episodes",
+        'Episodes by meaning *and* outcome: "what worked last time for this kind of task".',
+        q.EpisodeRecallRequest,
+        r.EpisodeRecallOut,
+        _recall_episodes,
+        writes=True,
+        route=Route("POST", "/episodes/recall", "episodes"),
+        description=(
+            "Ranked by the usual components plus `outcome` (1 for an episode that ended as "
+            '`prefer`) and `rating`. `outcome="failure"` (or `prefer="failure"`) asks what '
+            "failed. Filters: role, agent, outcome, tool, world."
+        ),
+    ),
+    Operation(
+        "episode_stats",
+        "Success rates per approach, tool, role and agent, as Beta posteriors.",
+        q.EpisodeStatsRequest,
+        r.EpisodeStatsOut,
+        _episode_stats,
+        writes=False,
+        route=Route("GET", "/episodes/stats", "episodes"),
+        description=(
+            "Each entry: `episodes`, `successes` (a partial outcome counts half), "
+            "`failures`, posterior `mean` and 90% interval `low`..`high`, mean `rating`."
+        ),
+    ),
+    Operation(
+        "episode",
+        "One recorded episode by its memory's id.",
+        q.IdRequest,
+        r.EpisodeOut,
+        _episode,
+        writes=False,
+        route=Route("GET", "/episodes/{id}", "episodes"),
+    ),
+)

@@ -1,0 +1,111 @@
+"""The operations on the mind as a whole: what it is, holds and logged, and its checks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from noema import serialize
+from noema.clock import iso
+from noema.operations import requests as q
+from noema.operations import results as r
+from noema.operations.spine import Operation, Route
+
+if TYPE_CHECKING:
+    from noema.mind import Mind
+
+__all__ = ["OPERATIONS"]
+
+
+def _mind_info(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
+    return {"name": mind.info.name, "id": mind.info.id, "created_at": iso(mind.info.created_at)}
+
+
+def _stats(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
+    return mind.stats()
+
+
+def _events(mind: Mind, request: q.EventsRequest) -> dict[str, Any]:
+    found = mind.events(
+        memory_id=request.memory_id,
+        kinds=tuple(request.kinds),
+        limit=request.limit,
+        after_seq=request.after_seq,
+    )
+    return {"events": [serialize.event_json(e) for e in found]}
+
+
+def _health(mind: Mind, request: q.HealthRequest) -> dict[str, Any]:
+    report = mind.health(rules=request.rules or None, limit=request.limit, world=request.world)
+    return serialize.health_json(report)
+
+
+def _verify(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
+    return serialize.verify_json(mind.verify())
+
+
+def _export(mind: Mind, request: q.ExportRequest) -> list[str]:
+    return mind.export_lines(world=request.world)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "mind_info",
+        "The mind's name, id and creation.",
+        q.EmptyRequest,
+        r.MindOut,
+        _mind_info,
+        writes=False,
+        route=Route("GET", "", "mind"),
+    ),
+    Operation(
+        "stats",
+        "Memory counts by kind and by status.",
+        q.EmptyRequest,
+        r.StatsOut,
+        _stats,
+        writes=False,
+        route=Route("GET", "/stats", "mind"),
+    ),
+    Operation(
+        "events",
+        "The mind's events in append order, after `after_seq`.",
+        q.EventsRequest,
+        r.EventsOut,
+        _events,
+        writes=False,
+        route=Route("GET", "/events", "mind"),
+    ),
+    Operation(
+        "health",
+        "What to review, merge, refresh or add: deterministic findings, rule by rule.",
+        q.HealthRequest,
+        r.HealthOut,
+        _health,
+        writes=False,
+        route=Route("GET", "/health", "mind"),
+        description=(
+            "Each finding has its rule, severity, memory ids, summary, evidence and a "
+            "suggested action. `rules` runs only those (default all); `limit` caps the "
+            "findings per rule; `world` looks only inside that world and below."
+        ),
+    ),
+    Operation(
+        "verify",
+        "Check the audit chain, its events, and every record of the mind against them.",
+        q.EmptyRequest,
+        r.VerifyOut,
+        _verify,
+        writes=False,
+        route=Route("GET", "/verify", "mind"),
+    ),
+    Operation(
+        "export",
+        "The mind as JSONL: every memory, edge, event and audit entry (or one world's).",
+        q.ExportRequest,
+        None,
+        _export,
+        writes=False,
+        route=Route("GET", "/export", "mind", media_type="application/x-ndjson"),
+        mcp=False,
+    ),
+)

@@ -1,0 +1,359 @@
+"""What each operation takes: one request model an operation, read by every face.
+
+A request is JSON-shaped and strict (no type coercion, no unknown field, no NaN):
+the REST body or query string, an MCP tool's arguments and the CLI's options
+are all checked against it (``noema.operations``). The identity of what an
+operation is about (``id``, ``key``, ``path``, ``name``) is a field like any
+other; REST takes it from the URL's path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from concepts import Channel, DecayClass, Epistemic, Lifecycle, MemoryKind, Relation, Status
+from concepts.episodes import (
+    MAX_ACTIONS,
+    MAX_EPISODE_TEXT,
+    MAX_EPISODE_TOOLS,
+    MAX_ITEMS,
+    MAX_LABEL_CHARS,
+    MAX_SUMMARY_CHARS,
+    Outcome,
+)
+from concepts.federation import PEER_NAME
+from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, MAX_RECALL_LIMIT
+from concepts.paths import WORLD_NAME
+from noema._arguments import MAX_INT64
+from noema.memory.health import RULES
+from noema.operations.fields import (
+    LABEL_PATTERN,
+    NOTE_PATTERN,
+    TEXT_PATTERN,
+    WHOLE,
+    Id,
+    KeyText,
+    Path,
+    Reason,
+    Request,
+    Signed,
+    Tags,
+    Text,
+    Time,
+    Unit,
+    World,
+    WriteChannel,
+)
+
+PeerName = Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{PEER_NAME.pattern}$")]
+
+
+class EmptyRequest(Request):
+    """No fields: an empty body, or ``{}``."""
+
+
+class IdRequest(Request):
+    """The id of what the operation is about."""
+
+    id: Id
+
+
+class PeerNameRequest(Request):
+    """The name of a subscription."""
+
+    name: PeerName
+
+
+class LinkRequest(Request):
+    """An edge from the new memory to an existing one."""
+
+    relation: Relation
+    target: Id
+    confidence: Unit = 1.0
+
+
+class RememberRequest(Request):
+    """One thing to remember; identical active content is reinforced instead."""
+
+    content: Text
+    kind: MemoryKind = MemoryKind.SEMANTIC
+    epistemic: Epistemic = Epistemic.CLAIM
+    channel: WriteChannel = "tool"
+    key: KeyText | None = Field(
+        default=None, description="a subject key (user.home_city): a new value supersedes the old"
+    )
+    summary: Annotated[str, Field(max_length=MAX_CONTENT_CHARS, pattern=NOTE_PATTERN)] | None = None
+    tags: Tags = Field(default_factory=list)
+    payload: dict[str, Any] = Field(default_factory=dict, description="structured JSON")
+    importance: Unit = 0.5
+    confidence: Unit = Field(
+        default=0.8, description="at least the mind's write policy's minimum (default 0.5)"
+    )
+    salience: Unit = 0.5
+    decay: DecayClass = DecayClass.STABLE
+    valid_from: Time | None = None
+    links: Annotated[list[LinkRequest], Field(max_length=64)] = Field(default_factory=list)
+    world: Path | None = Field(default=None, description="its world's path (created if missing)")
+
+
+class RecallRequest(Request):
+    """A recall: the query, how many results, and the filters."""
+
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = ""
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = 10
+    kinds: list[MemoryKind] = Field(default_factory=list)
+    epistemics: list[Epistemic] = Field(default_factory=list)
+    statuses: list[Status] = Field(default_factory=list, description="default: active")
+    channels: list[Channel] = Field(default_factory=list)
+    lifecycles: list[Lifecycle] = Field(default_factory=list, description="default: not rejected")
+    tags: Tags = Field(default_factory=list)
+    key: KeyText | None = None
+    since: Time | None = Field(default=None, description="valid from this time or later")
+    until: Time | None = Field(default=None, description="valid from this time or earlier")
+    min_confidence: Unit = 0.0
+    min_feedback: Signed | None = None
+    as_of: Time | None = Field(default=None, description="what the mind held true then")
+    known_at: Time | None = Field(default=None, description="what the mind knew then")
+    world: Path | None = Field(default=None, description="only this world, below and linked")
+    strategy: Literal["flat", "worlds-first"] = "flat"
+    mode: Literal["any", "strict"] = Field(default="any", description="strict: every word")
+    fusion: Literal["weighted", "rrf"] | None = None
+    explore: bool = False
+    seed: Annotated[int, Field(ge=0, le=MAX_INT64), WHOLE] | None = None
+    depth: Literal["fast", "deep"] = Field(
+        default="fast", description="deep: rerank a wide pool of the ranking (slower)"
+    )
+    peek: bool = Field(default=False, description="do not reinforce or log the recall")
+    federated: bool = Field(default=True, description="false: ask no peer")
+
+
+class RetractRequest(Request):
+    """Why the memory is inaccurate."""
+
+    id: Id
+    reason: Reason
+
+
+class SupersedeRequest(Request):
+    """The new version's content (same kind and key)."""
+
+    id: Id
+    content: Text
+
+
+class FeedbackRequest(Request):
+    """A rating from -1 (wrong, useless) to 1 (true, useful)."""
+
+    id: Id
+    value: Signed
+    note: Annotated[str, Field(max_length=MAX_NOTE_CHARS, pattern=NOTE_PATTERN)] | None = None
+
+
+class ReasonRequest(Request):
+    """An optional reason, recorded in the operator action."""
+
+    id: Id
+    reason: Reason | None = None
+
+
+class RelateRequest(Request):
+    """An edge ``src -relation-> dst`` (``same_as`` is staged as a proposal)."""
+
+    src: Id
+    relation: Relation
+    dst: Id
+    confidence: Unit = 1.0
+
+
+class WorldRequest(Request):
+    """The world to create, with its missing parents."""
+
+    path: Path
+
+
+class RenameRequest(Request):
+    """A new name for a world, under the same parent."""
+
+    path: World
+    name: Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{WORLD_NAME.pattern}$")]
+
+
+class MoveRequest(Request):
+    """Where a world (and every world below it) goes."""
+
+    path: World
+    parent: Path
+
+
+class LinkWorldsRequest(Request):
+    """A link from ``src`` to ``dst``, two worlds: a recall inside ``src`` then sees ``dst``."""
+
+    src: Path
+    dst: Path
+
+
+class PeerRequest(Request):
+    """A read-only subscription to another mind of this store that the token opens too.
+
+    Only on a server started with ``--allow-federation``.
+    """
+
+    name: PeerName
+    mind: Annotated[str, Field(min_length=1, max_length=100, description="not this mind")]
+    url: Annotated[str, Field(min_length=1, max_length=2_000)] | None = Field(
+        default=None, description="another store (operators list those allowed with --peer-url)"
+    )
+
+
+class PeerFeedbackRequest(Request):
+    """A rating of a peer's results, which moves the mind's trust in it."""
+
+    name: PeerName
+    value: Signed
+    memory_id: Id | None = None
+
+
+class ActionRequest(Request):
+    """One tool call of a run, summarised."""
+
+    tool: Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=LABEL_PATTERN)]
+    arguments: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS, pattern=NOTE_PATTERN)] = ""
+    result: Annotated[str, Field(max_length=MAX_SUMMARY_CHARS, pattern=NOTE_PATTERN)] = ""
+    duration_ms: Annotated[float, Field(ge=0.0)] | None = None
+    failed: bool = False
+
+
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=LABEL_PATTERN)]
+EpisodeText = Annotated[str, Field(max_length=MAX_EPISODE_TEXT, pattern=NOTE_PATTERN)]
+
+
+class EpisodeRequest(Request):
+    """One agent run: what was asked, by whom, how, and how it went."""
+
+    task: Annotated[str, Field(min_length=1, max_length=MAX_EPISODE_TEXT, pattern=TEXT_PATTERN)]
+    outcome: Outcome
+    role: Label | None = None
+    agent: Label | None = None
+    approach: EpisodeText = ""
+    actions: Annotated[list[ActionRequest], Field(max_length=MAX_ACTIONS)] = Field(
+        default_factory=list,
+        description=f"calling at most {MAX_EPISODE_TOOLS} distinct tools",
+    )
+    learnings: Annotated[list[EpisodeText], Field(max_length=MAX_ITEMS)] = Field(
+        default_factory=list
+    )
+    artifacts: Annotated[list[EpisodeText], Field(max_length=MAX_ITEMS)] = Field(
+        default_factory=list
+    )
+    rating: Unit | None = Field(default=None, description="0 (worst) to 1 (best)")
+    at: Time | None = Field(default=None, description="when it ran (default: now)")
+    run: Label | None = Field(default=None, description="the run's own id")
+    world: Path = ""
+    tags: Tags = Field(default_factory=list)
+    channel: WriteChannel = "tool"
+
+
+class EpisodeRecallRequest(Request):
+    """Episodes by meaning and outcome: what worked (or failed) for this kind of task."""
+
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = ""
+    role: Label | None = None
+    agent: Label | None = None
+    outcome: Outcome | None = None
+    tool: Label | None = None
+    prefer: Outcome = Outcome.SUCCESS
+    world: Path | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = 10
+    peek: bool = Field(default=False, description="do not reinforce or log the recall")
+
+
+class GetRequest(Request):
+    """A memory by id; with ``known_at``, as the mind knew it then."""
+
+    id: Id
+    known_at: Time | None = None
+
+
+class FactRequest(Request):
+    """Which version of a key's fact: the one valid ``as_of``, the one known at ``known_at``."""
+
+    key: KeyText
+    as_of: Time | None = Field(default=None, description="the version valid then")
+    known_at: Time | None = Field(default=None, description="the version the mind held then")
+
+
+class MemoryEventsRequest(Request):
+    """The events of one memory: how many, the newest."""
+
+    id: Id
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
+
+
+class MemoriesRequest(Request):
+    """Memories passing the filters, newest recorded first."""
+
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
+    kinds: list[MemoryKind] = Field(default_factory=list)
+    epistemics: list[Epistemic] = Field(default_factory=list)
+    statuses: list[Status] = Field(default_factory=list, description="default: active")
+    channels: list[Channel] = Field(default_factory=list)
+    lifecycles: list[Lifecycle] = Field(default_factory=list)
+    tags: Tags = Field(default_factory=list)
+    key: KeyText | None = None
+    since: Time | None = None
+    until: Time | None = None
+
+
+class EventsRequest(Request):
+    """The mind's events in append order, after ``after_seq``."""
+
+    after_seq: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
+    kinds: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
+        default_factory=list
+    )
+    memory_id: Id | None = None
+
+
+RuleName = Annotated[str, Field(max_length=100, json_schema_extra={"enum": list(RULES)})]
+
+
+class HealthRequest(Request):
+    """Which rules, how many findings per rule, which world."""
+
+    rules: Annotated[list[RuleName], Field(max_length=64)] = Field(
+        default_factory=list, description="default: every rule"
+    )
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
+    world: Path | None = None
+
+
+class EpisodesRequest(Request):
+    """Recorded episodes, newest first, of a role, agent, outcome or tool."""
+
+    role: Label | None = None
+    agent: Label | None = None
+    outcome: Outcome | None = None
+    tool: Label | None = None
+    world: Path | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 50
+
+
+class EpisodeStatsRequest(Request):
+    """Whose episodes the success rates are over."""
+
+    role: Label | None = None
+    agent: Label | None = None
+    tool: Label | None = None
+    world: Path | None = None
+
+
+class ExportRequest(Request):
+    """Only this world and those below it (such an export is not restorable)."""
+
+    world: Path | None = None
+
+
+# ---------------------------------------------------------------- responses

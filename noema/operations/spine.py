@@ -1,0 +1,149 @@
+"""The operation record, and the one call every face makes to run one.
+
+An :class:`Operation` says once what an operation is: its name, its one-line
+summary and longer description, its request model (``noema.operations.requests``),
+its result model (``noema.operations.results``), whether it writes, what the
+caller needs beyond opening the mind (``noema.access`` decides it), and how
+each face shows it (a REST :class:`Route`, an MCP tool, a CLI command). Its ``answer`` does the work
+through the ``Mind`` API and returns the JSON every face replies with.
+
+:func:`answer` is that one call: it checks the request against the model,
+then answers as the caller under way. The faces only find
+the operation, turn their input into the request's fields and hand the JSON
+back in their own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from noema.errors import from_validation
+from noema.operations.fields import Request
+
+if TYPE_CHECKING:
+    from noema.mind import Mind
+
+__all__ = ["Answer", "Cli", "Needs", "Operation", "Route", "answer", "face", "request_of"]
+
+#: An operation's work: the mind and the checked request in, JSON out.
+Answer = Callable[["Mind", Any], Any]
+#: What a caller needs besides opening the mind: nothing more (``mind``), or the
+#: right to subscribe the mind to the peer the request names (``federation``).
+Needs = Literal["mind", "federation"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """How REST shows an operation.
+
+    Attributes:
+        method: ``GET``, ``POST`` or ``DELETE``; a ``GET`` reads its request from
+            the query string, the others from a JSON body.
+        path: below ``/v1/minds/{mind}`` (``""``: the mind itself); a ``{field}``
+            of it is the request's field of that name (``{path:path}``: a world path).
+        status: the status of a success.
+        tag: the OpenAPI document's group.
+        media_type: the type of a success's body.
+    """
+
+    method: Literal["GET", "POST", "DELETE"]
+    path: str
+    tag: str
+    status: int = 200
+    media_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How the CLI shows an operation: its command words and its positional fields."""
+
+    words: tuple[str, ...]
+    positional: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One public operation of a mind, declared once.
+
+    Attributes:
+        name: its one name: the MCP tool's, the REST ``operationId``, and the
+            ``Mind`` method's where there is one.
+        summary: one line saying what it does.
+        request: the model of its input.
+        result: the model of its JSON answer (``None``: not JSON, e.g. JSONL).
+        answer: the work (see :data:`Answer`).
+        writes: whether it changes the mind.
+        needs: what the caller needs besides opening the mind (:data:`Needs`).
+        route: how REST shows it (``None``: not over REST).
+        mcp: whether it is an MCP tool.
+        cli: how the CLI shows it (``None``: a command of its own, or none).
+        description: the longer text an MCP tool and the OpenAPI document show.
+    """
+
+    name: str
+    summary: str
+    request: type[Request]
+    result: type[BaseModel] | None
+    answer: Answer
+    writes: bool
+    route: Route | None
+    needs: Needs = "mind"
+    mcp: bool = True
+    cli: Cli | None = None
+    description: str = ""
+
+    @property
+    def text(self) -> str:
+        """The summary, and the description under it when there is one."""
+        return f"{self.summary}\n\n{self.description}".strip()
+
+
+def request_of(operation: Operation, fields: Mapping[str, Any] | BaseModel) -> Request:
+    """The request of ``operation`` from ``fields``, checked.
+
+    Raises:
+        InvalidInput: a field is missing, unknown or wrong; the error names it.
+    """
+    if isinstance(fields, operation.request):
+        return fields
+    data = fields.model_dump() if isinstance(fields, BaseModel) else dict(fields)
+    try:
+        return operation.request.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation(exc) from None
+
+
+_FACE: ContextVar[str] = ContextVar("noema_face", default="api")
+
+
+def face() -> str:
+    """The face whose call is under way (``mcp``, ``http``, ``cli``): who asserts what it adds."""
+    return _FACE.get()
+
+
+def answer(
+    mind: Mind, operation: Operation, fields: Mapping[str, Any] | BaseModel, *, via: str = "api"
+) -> Any:
+    """Run ``operation`` on ``mind`` as the caller under way; its JSON answer.
+
+    ``via`` names the face that calls (``mcp``, ``http``, ``cli``): the source of
+    the edges the operation adds.
+
+    What the caller may do is decided where the operation reaches past the mind
+    (``noema.access``), for every face alike; ``Operation.needs`` declares it.
+
+    Raises:
+        InvalidInput: the request is wrong (nothing is done).
+        NoemaError: what the operation raises (``Forbidden``: the caller may not).
+    """
+    request = request_of(operation, fields)
+    token = _FACE.set(via)
+    try:
+        return operation.answer(mind, request)
+    finally:
+        _FACE.reset(token)
