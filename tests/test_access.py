@@ -129,7 +129,7 @@ def test_a_token_cannot_read_another_mind_through_a_peer_over_mcp(serve: Serve) 
             ("recall", {"query": "Bob safe opens"}),
         )
         assert added[0], added
-        assert added[1].startswith("Error executing tool federate_add: mind: ")
+        assert added[1].startswith("Error executing tool federate: mind: ")
         assert "\n" not in added[1]
         assert listed == (False, {"peers": []})
         assert BOBS_SECRET not in _contents(recalled[1])
@@ -227,7 +227,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
                 assert result.is_error
                 return str(result.content[0].text)  # type: ignore[union-attr]
 
-        lines["mcp"] = asyncio.run(in_process()).removeprefix("Error executing tool federate_add: ")
+        lines["mcp"] = asyncio.run(in_process()).removeprefix("Error executing tool federate: ")
         assert alice.peers() == []
 
     # MCP over stdio: `noema mcp` without --allow-federation.
@@ -245,7 +245,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
 
     failed, text = asyncio.run(stdio())
     assert failed
-    lines["stdio"] = str(text).removeprefix("Error executing tool federate_add: ")
+    lines["stdio"] = str(text).removeprefix("Error executing tool federate: ")
 
     # REST and MCP over HTTP: `noema serve`'s application without --allow-federation.
     server = serve()
@@ -258,7 +258,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
         server, TOKEN_BOTH, "alice", ("federate", {"name": "b", "mind": "bob"})
     )
     assert failed
-    lines["mcp-http"] = str(text).removeprefix("Error executing tool federate_add: ")
+    lines["mcp-http"] = str(text).removeprefix("Error executing tool federate: ")
 
     assert set(lines.values()) == {lines["python"]}, lines
     assert lines["python"].startswith(OFF) and "\n" not in lines["python"]

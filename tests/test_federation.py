@@ -591,15 +591,15 @@ def test_mcp_federate_tools(open_mind: OpenMind) -> None:
     theirs = b.remember(CAT_THERE)
 
     async def script(s: _Tools) -> None:
-        added = await s.ok("federate_add", name="bee", mind="b")
+        added = await s.ok("federate", name="bee", mind="b")
         assert (added["name"], added["mind"], added["alpha"]) == ("bee", "b", 5.0)
-        assert [p["name"] for p in (await s.ok("federate_list"))["peers"]] == ["bee"]
+        assert [p["name"] for p in (await s.ok("peers"))["peers"]] == ["bee"]
         reply = await s.ok("recall", query="cat")
-        assert "warnings" not in reply
+        assert reply["warnings"] == []
         [remote] = [r for r in reply["results"] if r["peer"] is not None]
         assert (remote["peer"], remote["hops"], remote["id"]) == ("bee", 1, theirs.id)
         assert remote["mind_id"] == b.id and remote["components"]["trust"] < 0
-        assert "no mind 'nobody'" in await s.error("federate_add", name="x", mind="nobody")
+        assert "no mind 'nobody'" in await s.error("federate", name="x", mind="nobody")
         with a.storage.transaction() as session:  # a peer that went away since
             session.run(ops.PutPeer(a.id, Peer(name="ghost", mind="zz", created_at=a.clock.now())))
         reply = await s.ok("recall", query="cat")
@@ -607,10 +607,10 @@ def test_mcp_federate_tools(open_mind: OpenMind) -> None:
             "peer ghost unavailable: no mind 'zz' in the store at " + a.url
         ]
         assert len(reply["results"]) == 2
-        removed = await s.ok("federate_remove", name="bee")
+        removed = await s.ok("unfederate", name="bee")
         assert removed["name"] == "bee"
-        assert "no subscription 'bee'" in await s.error("federate_remove", name="bee")
-        assert [p["name"] for p in (await s.ok("federate_list"))["peers"]] == ["ghost"]
+        assert "no subscription 'bee'" in await s.error("unfederate", name="bee")
+        assert [p["name"] for p in (await s.ok("peers"))["peers"]] == ["ghost"]
 
     _drive(a, script)
 

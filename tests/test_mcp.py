@@ -22,34 +22,43 @@ from noema.mcp.server import build_server
 NOEMA = str(Path(sys.executable).parent / "noema")
 
 TOOLS = {
-    "remember",
+    "mind_info",
+    "stats",
     "recall",
+    "remember",
+    "timeline",
     "get",
     "fact",
-    "relate",
+    "memory_events",
     "retract",
     "supersede",
     "feedback",
-    "timeline",
-    "proposals",
-    "approve",
-    "reject",
-    "verify",
     "verify_memory",
     "reject_memory",
     "reinstate_memory",
+    "relate",
+    "proposals",
+    "approve",
+    "reject",
+    "events",
     "health",
+    "verify",
+    "worlds",
     "create_world",
-    "list_worlds",
     "rename_world",
     "move_world",
     "link_worlds",
-    "federate_add",
-    "federate_remove",
-    "federate_list",
+    "unlink_worlds",
+    "world",
     "record_episode",
+    "episodes",
     "recall_episodes",
     "episode_stats",
+    "episode",
+    "peers",
+    "federate",
+    "unfederate",
+    "peer_feedback",
 }
 
 
@@ -112,12 +121,12 @@ def test_remember_recall_get_and_timeline_end_to_end(mind: Mind) -> None:
         assert sum(top["components"].values()) == pytest.approx(top["score"])
         got = await s.ok("get", id=made["id"])
         assert got["content"] == "Ada lives in Porto" and got["relationships"] == []
-        events = (await s.ok("timeline", id=made["id"]))["events"]
+        events = (await s.ok("memory_events", id=made["id"]))["events"]
         assert [e["kind"] for e in events] == ["memory_created", "memory_retrieved"]
         peeked = await s.ok("recall", query="Ada", peek=True, tags=["people"])
         assert [r["id"] for r in peeked["results"]] == [made["id"]]
-        assert len((await s.ok("timeline", id=made["id"]))["events"]) == 2  # peek logs nothing
-        deep = await s.ok("recall", query="where does Ada live", peek=True, deep=True)
+        assert len((await s.ok("memory_events", id=made["id"]))["events"]) == 2  # peek logs nothing
+        deep = await s.ok("recall", query="where does Ada live", peek=True, depth="deep")
         assert deep["results"][0]["id"] == made["id"]
         assert "rerank" in deep["results"][0]["components"]
 
@@ -141,7 +150,7 @@ def test_fact_reads_the_memory_a_key_holds(mind: Mind, clock: ManualClock) -> No
         assert (known["id"], known["status"]) == (lisbon.id, "active")
         missing = await s.error("fact", key="ada.job")
         assert "no memory holds key 'ada.job'" in missing and "\n" not in missing
-        assert "key is longer than 200" in await s.error("fact", key="k" * 201)
+        assert "key: String should have at most 200 characters" in await s.error("fact", key="k" * 201)
         assert "as_of" in await s.error("fact", key="ada.city", as_of="someday")
 
     drive(mind, script)
@@ -250,7 +259,7 @@ def test_health_reports_findings_with_evidence_and_actions(mind: Mind) -> None:
 @pytest.mark.parametrize(
     ("tool", "arguments", "message"),
     [
-        ("remember", {"content": ""}, "content is empty"),
+        ("remember", {"content": ""}, "content: String should have at least 1 character"),
         ("remember", {"content": "x", "importance": 2}, "importance"),
         ("remember", {"content": "x", "importance": "lots"}, "importance"),
         ("remember", {"content": "x", "channel": "operator"}, "channel"),
@@ -263,7 +272,7 @@ def test_health_reports_findings_with_evidence_and_actions(mind: Mind) -> None:
         ("get", {"id": "0"}, "no memory 0"),
         ("get", {}, "id"),
         ("retract", {"id": "0", "reason": "because"}, "no memory 0"),
-        ("timeline", {"id": "0"}, "no memory 0"),
+        ("memory_events", {"id": "0"}, "no memory 0"),
         ("approve", {"id": "0"}, "0"),
         ("verify_memory", {"id": "0"}, "no memory 0"),
         ("reject_memory", {"id": "0", "reason": "wrong"}, "no memory 0"),
@@ -301,7 +310,7 @@ def test_a_server_bound_to_one_mind_never_reads_or_writes_another(
         assert [r["id"] for r in found["results"]] == [own.id]
         for tool, arguments in (
             ("get", {"id": secret.id}),
-            ("timeline", {"id": secret.id}),
+            ("memory_events", {"id": secret.id}),
             ("retract", {"id": secret.id, "reason": "not yours"}),
             ("supersede", {"id": secret.id, "content": "overwritten"}),
             ("feedback", {"id": secret.id, "value": -1}),
@@ -357,7 +366,7 @@ def test_noema_mcp_serves_over_stdio(tmp_path: Path) -> None:
         ("feedback", {"id": "0", "value": "good"}, "value"),
         ("relate", {"src": "0", "relation": "likes", "dst": "1"}, "relation"),
         ("get", {}, "id"),
-        ("timeline", {"id": "0", "limit": 10**30}, "limit"),
+        ("memory_events", {"id": "0", "limit": 10**30}, "limit"),
         ("retract", {"id": "0", "reason": "r" * (MAX_NOTE_CHARS + 1)}, "reason"),
         ("feedback", {"id": "0", "value": 1, "note": "n" * 1_000_000}, "note"),
     ],
@@ -495,7 +504,7 @@ def test_every_raw_json_rpc_line_gets_a_reply_and_the_server_keeps_serving(
         text = json.dumps(unknown)
         assert unknown["id"] == 301 and "\\n" not in text, unknown
         found = server.request(200, "tools/call", {"name": "recall", "arguments": {"query": "x"}})
-        assert found["isError"] is False and found["structuredContent"] == {"results": []}
+        assert found["isError"] is False and found["structuredContent"] == {"results": [], "warnings": []}
     finally:
         server.close()
     assert b"Traceback" not in (tmp_path / "server.log").read_bytes()

@@ -373,7 +373,7 @@ def test_mcp_world_tools_create_list_rename_move_and_link(mind: Mind) -> None:
         assert moved["path"] == "personal/beta"
         linked = await s.ok("link_worlds", src="work", dst="personal/beta")
         assert linked["links"] == ["personal/beta"]
-        unlinked = await s.ok("link_worlds", src="work", dst="personal/beta", unlink=True)
+        unlinked = await s.ok("unlink_worlds", src="work", dst="personal/beta")
         assert unlinked["links"] == []
 
         under = await s.error("move_world", path="personal", parent="personal/beta")

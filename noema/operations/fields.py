@@ -20,6 +20,8 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
 )
 
 from concepts import (
@@ -32,7 +34,7 @@ from concepts.models import (
     MAX_TAGS,
     UtcDatetime,
 )
-from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME
+from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME, world_names
 from noema.errors import InvalidInput
 
 #: Channels a remote client (REST, MCP) may write on: never ``operator`` or ``system``, whose
@@ -116,6 +118,20 @@ Time = Annotated[
     ),
     AfterValidator(_rfc3339),
 ]
+
+
+def _world_words(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Check a world path against its pattern; a path that fails says why in the mind's words."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if isinstance(value, str):
+            world_names(value)  # raises the mind's own message for a bad name or depth
+        raise
+
+
+#: Checked as its pattern says, a bad path explained as the mind explains it.
+WORLD_WORDS = WrapValidator(_world_words)
 Path = Annotated[
     str,
     Field(
@@ -123,9 +139,12 @@ Path = Annotated[
         pattern=PATH_PATTERN,
         description="a world path, e.g. work/project-x ('' or '/': the root)",
     ),
+    WORLD_WORDS,
 ]
 World = Annotated[
-    str, Field(max_length=2_000, pattern=WORLD_PATTERN, description="a world path, not the root")
+    str,
+    Field(max_length=2_000, pattern=WORLD_PATTERN, description="a world path, not the root"),
+    WORLD_WORDS,
 ]
 KeyText = Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=LABEL_PATTERN)]
 TagText = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=LABEL_PATTERN)]
