@@ -254,9 +254,7 @@ def test_every_face_refuses_the_same_subscription_with_the_same_line(
     )
     assert refused_rest["field"] == "mind"
     lines["rest"] = refused_rest["error"]
-    [(failed, text)] = _mcp(
-        server, TOKEN_BOTH, "alice", ("federate", {"name": "b", "mind": "bob"})
-    )
+    [(failed, text)] = _mcp(server, TOKEN_BOTH, "alice", ("federate", {"name": "b", "mind": "bob"}))
     assert failed
     lines["mcp-http"] = str(text).removeprefix("Error executing tool federate: ")
 

@@ -150,7 +150,8 @@ def test_fact_reads_the_memory_a_key_holds(mind: Mind, clock: ManualClock) -> No
         assert (known["id"], known["status"]) == (lisbon.id, "active")
         missing = await s.error("fact", key="ada.job")
         assert "no memory holds key 'ada.job'" in missing and "\n" not in missing
-        assert "key: String should have at most 200 characters" in await s.error("fact", key="k" * 201)
+        too_long = await s.error("fact", key="k" * 201)
+        assert "key: String should have at most 200 characters" in too_long
         assert "as_of" in await s.error("fact", key="ada.city", as_of="someday")
 
     drive(mind, script)
@@ -504,7 +505,10 @@ def test_every_raw_json_rpc_line_gets_a_reply_and_the_server_keeps_serving(
         text = json.dumps(unknown)
         assert unknown["id"] == 301 and "\\n" not in text, unknown
         found = server.request(200, "tools/call", {"name": "recall", "arguments": {"query": "x"}})
-        assert found["isError"] is False and found["structuredContent"] == {"results": [], "warnings": []}
+        assert found["isError"] is False and found["structuredContent"] == {
+            "results": [],
+            "warnings": [],
+        }
     finally:
         server.close()
     assert b"Traceback" not in (tmp_path / "server.log").read_bytes()
