@@ -1,12 +1,12 @@
 """``AsyncMind``: the ``Mind`` API for asyncio, each call run on the mind's worker threads.
 
 ``AsyncMind`` has every public method of ``Mind`` as a coroutine with the same
-signature; ``tests/test_async_mind.py`` fails when a ``Mind`` method has no twin
-here. Each call runs the synchronous ``Mind`` method on a thread pool the
-``AsyncMind`` owns, as wide as its store serves transactions at once
-(``Storage.concurrency``: one on SQLite, the pool's ``pool_max`` on PostgreSQL),
-so the event loop never blocks on the database and, on PostgreSQL, concurrent
-awaits run in parallel (ADR 0020)::
+signature and the same errors, made from ``Mind`` when this module is imported:
+a method added to ``Mind`` is awaitable here at once. Each call runs the
+synchronous ``Mind`` method on a thread pool the ``AsyncMind`` owns, as wide as
+its store serves transactions at once (``Storage.concurrency``: one on SQLite,
+the pool's ``pool_max`` on PostgreSQL), so the event loop never blocks on the
+database and, on PostgreSQL, concurrent awaits run in parallel (ADR 0020)::
 
     async with await AsyncMind.open("postgresql://localhost/noema", "ada") as mind:
         await mind.remember("Ada lives in Lisbon", key="user.home_city")
@@ -18,58 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
 from types import TracebackType
-from typing import IO, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from pydantic import Field, SkipValidation
 
-from concepts import (
-    ROOT_WORLD,
-    AuditEntry,
-    Channel,
-    DecayClass,
-    Epistemic,
-    Event,
-    EventKind,
-    Lifecycle,
-    Link,
-    Memory,
-    MemoryInput,
-    MemoryKind,
-    MindInfo,
-    RecallFilters,
-    RecallQuery,
-    RecallResult,
-    Relation,
-    Relationship,
-    WorkspaceSnapshot,
-    WorldInfo,
-)
-from concepts.episodes import Episode, EpisodeRecord, EpisodeStats, Outcome
-from concepts.federation import Peer
-from concepts.models import MAX_RECALL_LIMIT, Key, Note, UtcDatetime
-from concepts.paths import WorldPath
 from noema import runtime
-from noema._arguments import Count, Position
 from noema.clock import Clock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder
 from noema.errors import UsageError
-from noema.memory import consolidate as consolidation
-from noema.memory.decay import DecayReport
-from noema.memory.health import HealthReport
-from noema.memory.purge import PurgePlan, PurgeReport
 from noema.memory.rerank import Reranker
-from noema.memory.transfer import ExportData
-from noema.memory.verify import Checkpoint, VerifyReport
-from noema.mind import Mind, Progress
-from noema.storage import Storage
-from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
+from noema.mind import Mind
+from workspace import Workspace
 
 __all__ = ["AsyncMind"]
 
@@ -230,657 +193,65 @@ class AsyncMind:
         """How many calls run at once: the store's ``concurrency``."""
         return self._workers
 
-    @property
-    def name(self) -> str:
-        """The mind's name in its store."""
-        return self.mind.name
-
-    @property
-    def id(self) -> str:
-        """The mind's id."""
-        return self.mind.id
-
-    @property
-    def url(self) -> str:
-        """The URL of the store the mind lives in."""
-        return self.mind.url
-
-    @property
-    def info(self) -> MindInfo:
-        """The mind's record in its store."""
-        return self.mind.info
-
-    @property
-    def config(self) -> MindConfig:
-        """The mind's configuration."""
-        return self.mind.config
-
-    @property
-    def clock(self) -> Clock:
-        """The mind's clock."""
-        return self.mind.clock
-
-    @property
-    def storage(self) -> Storage:
-        """The store the mind lives in."""
-        return self.mind.storage
-
-    @property
-    def embedder(self) -> Embedder | None:
-        """The mind's embedder (``None``: text, graph and recency only)."""
-        return self.mind.embedder
-
-    @property
-    def reranker(self) -> Reranker | None:
-        """The reranker of the mind's deep recalls."""
-        return self.mind.reranker
-
     def __repr__(self) -> str:
-        return f"AsyncMind(name={self.name!r}, url={self.url!r})"
+        return f"AsyncMind(name={self.mind.name!r}, url={self.mind.url!r})"
 
-    # ------------------------------------------------------------ writing
+    if TYPE_CHECKING:  # the methods made from ``Mind`` below, to a type checker
 
-    async def remember(
-        self,
-        content: str,
-        *,
-        kind: MemoryKind | str = MemoryKind.SEMANTIC,
-        epistemic: Epistemic | str = Epistemic.CLAIM,
-        channel: Channel | str = Channel.USER,
-        key: str | None = None,
-        importance: float = 0.5,
-        confidence: float = 0.8,
-        salience: float = 0.5,
-        decay: DecayClass | str = DecayClass.STABLE,
-        valid_from: datetime | str | None = None,
-        at: datetime | str | None = None,
-        tags: Sequence[str] = (),
-        payload: Mapping[str, Any] | None = None,
-        summary: str | None = None,
-        links: Sequence[Link | tuple[Relation | str, str]] = (),
-        force: bool = False,
-        origin_event: str | None = None,
-        lifecycle: Lifecycle | str | None = None,
-        world: str = ROOT_WORLD,
-    ) -> Memory:
-        """Await ``Mind.remember`` on a worker thread."""
-        return await self.call(
-            self.mind.remember,
-            content,
-            kind=kind,
-            epistemic=epistemic,
-            channel=channel,
-            key=key,
-            importance=importance,
-            confidence=confidence,
-            salience=salience,
-            decay=decay,
-            valid_from=valid_from,
-            at=at,
-            tags=tags,
-            payload=payload,
-            summary=summary,
-            links=links,
-            force=force,
-            origin_event=origin_event,
-            lifecycle=lifecycle,
-            world=world,
-        )
+        def __getattr__(self, name: str) -> Any: ...
 
-    async def remember_many(
-        self,
-        items: SkipValidation[Iterable[MemoryInput | Mapping[str, Any]]],
-        *,
-        batch_size: Count | None = None,
-        force: bool = False,
-        progress: Progress | None = None,
-    ) -> list[Memory]:
-        """Await ``Mind.remember_many`` on a worker thread."""
-        return await self.call(
-            self.mind.remember_many, items, batch_size=batch_size, force=force, progress=progress
-        )
-
-    async def check_policy(
-        self,
-        items: Sequence[MemoryInput],
-        *,
-        force: bool = False,
-        labels: Sequence[str] | None = None,
-    ) -> None:
-        """Await ``Mind.check_policy`` on a worker thread."""
-        await self.call(self.mind.check_policy, items, force=force, labels=labels)
-
-    async def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
-        """Await ``Mind.supersede`` on a worker thread."""
-        return await self.call(self.mind.supersede, old_id, content, **fields)
-
-    async def relate(
-        self,
-        src: str,
-        relation: Relation | str,
-        dst: str,
-        *,
-        confidence: float = 1.0,
-        source: Key = "api",
-    ) -> Relationship:
-        """Await ``Mind.relate`` on a worker thread."""
-        return await self.call(
-            self.mind.relate, src, relation, dst, confidence=confidence, source=source
-        )
-
-    async def retract(self, memory_id: str, *, reason: Note) -> Memory:
-        """Await ``Mind.retract`` on a worker thread."""
-        return await self.call(self.mind.retract, memory_id, reason=reason)
-
-    async def feedback(self, memory_id: str, value: float, *, note: Note | None = None) -> Memory:
-        """Await ``Mind.feedback`` on a worker thread."""
-        return await self.call(self.mind.feedback, memory_id, value, note=note)
-
-    async def proposals(self) -> list[Relationship]:
-        """Await ``Mind.proposals`` on a worker thread."""
-        return await self.call(self.mind.proposals)
-
-    async def approve(self, relationship_id: str) -> Relationship:
-        """Await ``Mind.approve`` on a worker thread."""
-        return await self.call(self.mind.approve, relationship_id)
-
-    async def reject(self, relationship_id: str) -> Relationship:
-        """Await ``Mind.reject`` on a worker thread."""
-        return await self.call(self.mind.reject, relationship_id)
-
-    async def verify_memory(
-        self, memory_id: str, *, reason: Note = "verified by the operator"
-    ) -> Memory:
-        """Await ``Mind.verify_memory`` on a worker thread."""
-        return await self.call(self.mind.verify_memory, memory_id, reason=reason)
-
-    async def reject_memory(self, memory_id: str, *, reason: Note) -> Memory:
-        """Await ``Mind.reject_memory`` on a worker thread."""
-        return await self.call(self.mind.reject_memory, memory_id, reason=reason)
-
-    async def reinstate_memory(
-        self, memory_id: str, *, reason: Note = "reinstated by the operator"
-    ) -> Memory:
-        """Await ``Mind.reinstate_memory`` on a worker thread."""
-        return await self.call(self.mind.reinstate_memory, memory_id, reason=reason)
-
-    # ------------------------------------------------------------ purge
-
-    async def plan_forget(
-        self,
-        ids: str | Sequence[str] = (),
-        *,
-        key: Key | None = None,
-        filters: RecallFilters | Mapping[str, Any] | None = None,
-        containing: str | None = None,
-    ) -> PurgePlan:
-        """Await ``Mind.plan_forget`` on a worker thread."""
-        return await self.call(
-            self.mind.plan_forget, ids, key=key, filters=filters, containing=containing
-        )
-
-    async def forget(
-        self,
-        ids: str | Sequence[str] = (),
-        *,
-        key: Key | None = None,
-        filters: RecallFilters | Mapping[str, Any] | None = None,
-        containing: str | None = None,
-    ) -> PurgeReport:
-        """Await ``Mind.forget`` on a worker thread."""
-        return await self.call(
-            self.mind.forget, ids, key=key, filters=filters, containing=containing
-        )
-
-    # ------------------------------------------------------------ reading
-
-    async def recall(
-        self,
-        query: str | RecallQuery = "",
-        *,
-        limit: int = 10,
-        filters: RecallFilters | Mapping[str, Any] | None = None,
-        as_of: datetime | str | None = None,
-        peek: bool = False,
-        mode: str = "any",
-        fusion: str | None = None,
-        explore: bool = False,
-        seed: int | None = None,
-        depth: str = "fast",
-        world: str | None = None,
-        known_at: datetime | str | None = None,
-        strategy: str = "flat",
-        federated: bool = True,
-        **filter_fields: Any,
-    ) -> list[RecallResult]:
-        """Await ``Mind.recall`` on a worker thread."""
-        return await self.call(
-            self.mind.recall,
-            query,
-            limit=limit,
-            filters=filters,
-            as_of=as_of,
-            peek=peek,
-            mode=mode,
-            fusion=fusion,
-            explore=explore,
-            seed=seed,
-            depth=depth,
-            world=world,
-            known_at=known_at,
-            strategy=strategy,
-            federated=federated,
-            **filter_fields,
-        )
-
-    async def get(self, memory_id: str, *, known_at: UtcDatetime | None = None) -> Memory:
-        """Await ``Mind.get`` on a worker thread."""
-        return await self.call(self.mind.get, memory_id, known_at=known_at)
-
-    async def get_many(
-        self, memory_ids: Sequence[str], *, known_at: UtcDatetime | None = None
-    ) -> list[Memory]:
-        """Await ``Mind.get_many`` on a worker thread."""
-        return await self.call(self.mind.get_many, memory_ids, known_at=known_at)
-
-    async def fact(
-        self,
-        key: Key,
-        *,
-        as_of: UtcDatetime | None = None,
-        known_at: UtcDatetime | None = None,
-    ) -> Memory | None:
-        """Await ``Mind.fact`` on a worker thread."""
-        return await self.call(self.mind.fact, key, as_of=as_of, known_at=known_at)
-
-    # ------------------------------------------------------------ worlds
-
-    async def create_world(self, path: WorldPath) -> WorldInfo:
-        """Await ``Mind.create_world`` on a worker thread."""
-        return await self.call(self.mind.create_world, path)
-
-    async def worlds(self) -> list[WorldInfo]:
-        """Await ``Mind.worlds`` on a worker thread."""
-        return await self.call(self.mind.worlds)
-
-    async def world(self, path: WorldPath) -> WorldInfo:
-        """Await ``Mind.world`` on a worker thread."""
-        return await self.call(self.mind.world, path)
-
-    async def rename_world(self, path: WorldPath, name: str) -> WorldInfo:
-        """Await ``Mind.rename_world`` on a worker thread."""
-        return await self.call(self.mind.rename_world, path, name)
-
-    async def move_world(self, path: WorldPath, parent: WorldPath) -> WorldInfo:
-        """Await ``Mind.move_world`` on a worker thread."""
-        return await self.call(self.mind.move_world, path, parent)
-
-    async def link_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
-        """Await ``Mind.link_worlds`` on a worker thread."""
-        return await self.call(self.mind.link_worlds, src, dst)
-
-    async def unlink_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
-        """Await ``Mind.unlink_worlds`` on a worker thread."""
-        return await self.call(self.mind.unlink_worlds, src, dst)
-
-    async def world_path(self, world_id: str) -> str:
-        """Await ``Mind.world_path`` on a worker thread."""
-        return await self.call(self.mind.world_path, world_id)
-
-    async def world_paths(self) -> dict[str, str]:
-        """Await ``Mind.world_paths`` on a worker thread."""
-        return await self.call(self.mind.world_paths)
-
-    async def relationships(self, memory_id: str) -> list[Relationship]:
-        """Await ``Mind.relationships`` on a worker thread."""
-        return await self.call(self.mind.relationships, memory_id)
-
-    async def events(
-        self,
-        *,
-        memory_id: str | None = None,
-        kinds: Sequence[EventKind | str] = (),
-        ids: Sequence[str] | None = None,
-        limit: Count | None = None,
-        newest_first: bool = False,
-        after_seq: Position | None = None,
-    ) -> list[Event]:
-        """Await ``Mind.events`` on a worker thread."""
-        return await self.call(
-            self.mind.events,
-            memory_id=memory_id,
-            kinds=kinds,
-            ids=ids,
-            limit=limit,
-            newest_first=newest_first,
-            after_seq=after_seq,
-        )
-
-    async def timeline(
-        self, filters: RecallFilters | Mapping[str, Any] | None = None, *, limit: Count = 200
-    ) -> list[Memory]:
-        """Await ``Mind.timeline`` on a worker thread."""
-        return await self.call(self.mind.timeline, filters, limit=limit)
-
-    async def audit_entry(self, event_id: str) -> AuditEntry | None:
-        """Await ``Mind.audit_entry`` on a worker thread."""
-        return await self.call(self.mind.audit_entry, event_id)
-
-    async def workspace_snapshot(self) -> WorkspaceSnapshot | None:
-        """Await ``Mind.workspace_snapshot`` on a worker thread."""
-        return await self.call(self.mind.workspace_snapshot)
-
-    async def stats(self) -> dict[str, Any]:
-        """Await ``Mind.stats`` on a worker thread."""
-        return await self.call(self.mind.stats)
-
-    async def health(
-        self,
-        *,
-        rules: Sequence[str] | None = None,
-        limit: Count = 100,
-        world: WorldPath | None = None,
-    ) -> HealthReport:
-        """Await ``Mind.health`` on a worker thread."""
-        return await self.call(self.mind.health, rules=rules, limit=limit, world=world)
-
-    # ------------------------------------------------------------ federation
-
-    async def federate(self, name: str, *, mind: str, url: str | None = None) -> Peer:
-        """Await ``Mind.federate`` on a worker thread."""
-        return await self.call(self.mind.federate, name, mind=mind, url=url)
-
-    async def unfederate(self, name: str) -> Peer:
-        """Await ``Mind.unfederate`` on a worker thread."""
-        return await self.call(self.mind.unfederate, name)
-
-    async def peers(self) -> list[Peer]:
-        """Await ``Mind.peers`` on a worker thread."""
-        return await self.call(self.mind.peers)
-
-    async def peer_feedback(
-        self,
-        peer: str,
-        value: Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)],
-        *,
-        memory_id: str | None = None,
-    ) -> Peer:
-        """Await ``Mind.peer_feedback`` on a worker thread."""
-        return await self.call(self.mind.peer_feedback, peer, value, memory_id=memory_id)
-
-    # ------------------------------------------------------------ task episodes
-
-    async def record_episode(
-        self,
-        episode: SkipValidation[Episode | Mapping[str, Any] | None] = None,
-        *,
-        channel: Channel | str = Channel.TOOL,
-        **fields: Any,
-    ) -> EpisodeRecord:
-        """Await ``Mind.record_episode`` on a worker thread."""
-        return await self.call(self.mind.record_episode, episode, channel=channel, **fields)
-
-    async def record_episodes(
-        self,
-        episodes: SkipValidation[Iterable[Episode | Mapping[str, Any]]],
-        *,
-        channel: Channel | str = Channel.TOOL,
-        progress: Progress | None = None,
-    ) -> list[EpisodeRecord]:
-        """Await ``Mind.record_episodes`` on a worker thread."""
-        return await self.call(
-            self.mind.record_episodes, episodes, channel=channel, progress=progress
-        )
-
-    async def episode(self, memory_id: str) -> EpisodeRecord:
-        """Await ``Mind.episode`` on a worker thread."""
-        return await self.call(self.mind.episode, memory_id)
-
-    async def episodes(
-        self,
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        outcome: Outcome | str | None = None,
-        tool: str | None = None,
-        world: WorldPath | None = None,
-        limit: Count = 50,
-    ) -> list[EpisodeRecord]:
-        """Await ``Mind.episodes`` on a worker thread."""
-        return await self.call(
-            self.mind.episodes,
-            role=role,
-            agent=agent,
-            outcome=outcome,
-            tool=tool,
-            world=world,
-            limit=limit,
-        )
-
-    async def recall_episodes(
-        self,
-        query: str = "",
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        outcome: Outcome | str | None = None,
-        tool: str | None = None,
-        prefer: Outcome | str = Outcome.SUCCESS,
-        world: WorldPath | None = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10,
-        peek: bool = False,
-    ) -> list[RecallResult]:
-        """Await ``Mind.recall_episodes`` on a worker thread."""
-        return await self.call(
-            self.mind.recall_episodes,
-            query,
-            role=role,
-            agent=agent,
-            outcome=outcome,
-            tool=tool,
-            prefer=prefer,
-            world=world,
-            limit=limit,
-            peek=peek,
-        )
-
-    async def episode_stats(
-        self,
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        tool: str | None = None,
-        world: WorldPath | None = None,
-    ) -> EpisodeStats:
-        """Await ``Mind.episode_stats`` on a worker thread."""
-        return await self.call(
-            self.mind.episode_stats, role=role, agent=agent, tool=tool, world=world
-        )
-
-    # ------------------------------------------------------------ the workspace
-
-    async def workspace(
-        self,
-        processes: Sequence[ProcessProtocol] | None = None,
-        *,
-        attention: AttentionConfig | None = None,
-        chat_model: Any = None,
-        embedder: Embedder | Embeddings | None = None,
-        timeout: float = 10.0,  # noqa: ASYNC109 (each hook's timeout)
-        max_failures: int = 3,
-        world: WorldPath = ROOT_WORLD,
-    ) -> Workspace:
+    async def workspace(self, *args: Any, **kwargs: Any) -> Workspace:
         """``Mind.workspace``, built at once on the loop (no I/O); its methods are coroutines."""
         self._check_open()
-        return self.mind.workspace(
-            processes,
-            attention=attention,
-            chat_model=chat_model,
-            embedder=embedder,
-            timeout=timeout,
-            max_failures=max_failures,
-            world=world,
-        )
+        return self.mind.workspace(*args, **kwargs)
 
-    async def observe(
-        self,
-        content: str,
-        *,
-        channel: Channel | str = Channel.USER,
-        at: datetime | str | None = None,
-        salience: float = 0.8,
-        payload: Mapping[str, Any] | None = None,
-        world: WorldPath = ROOT_WORLD,
-    ) -> CycleReport:
-        """Await ``Mind.observe`` on a worker thread."""
-        return await self.call(
-            self.mind.observe,
-            content,
-            channel=channel,
-            at=at,
-            salience=salience,
-            payload=payload,
-            world=world,
-        )
-
-    # ------------------------------------------------------------ maintenance
-
-    async def wait_for_embeddings(
-        self,
-        progress: Progress | None = None,
-        *,
-        timeout: float | None = None,  # noqa: ASYNC109 (Mind's, with its own meaning)
-    ) -> bool:
+    async def wait_for_embeddings(self, *args: Any, **kwargs: Any) -> bool:
         """Await ``Mind.wait_for_embeddings`` in a thread of the loop's, holding no worker."""
         self._check_open()
-        return await asyncio.to_thread(self.mind.wait_for_embeddings, progress, timeout=timeout)
+        return await asyncio.to_thread(self.mind.wait_for_embeddings, *args, **kwargs)
 
-    async def embed_missing(
-        self,
-        progress: Progress | None = None,
-        *,
-        batch: Count = 256,
-        stop: threading.Event | None = None,
-    ) -> int:
-        """Await ``Mind.embed_missing`` on a worker thread."""
-        return await self.call(self.mind.embed_missing, progress, batch=batch, stop=stop)
-
-    async def reindex(self, progress: Progress | None = None, *, batch: Count = 1000) -> int:
-        """Await ``Mind.reindex`` on a worker thread."""
-        return await self.call(self.mind.reindex, progress, batch=batch)
-
-    async def decay(self) -> DecayReport:
-        """Await ``Mind.decay`` on a worker thread."""
-        return await self.call(self.mind.decay)
-
-    async def consolidate(
-        self,
-        *,
-        chat_model: Any = None,
-        min_group: int = consolidation.DEFAULT_MIN_GROUP,
-        min_shared: int = consolidation.DEFAULT_MIN_SHARED,
-        limit: Count = consolidation.DEFAULT_LIMIT,
-    ) -> consolidation.ReflectReport:
-        """Await ``Mind.consolidate`` on a worker thread."""
-        return await self.call(
-            self.mind.consolidate,
-            chat_model=chat_model,
-            min_group=min_group,
-            min_shared=min_shared,
-            limit=limit,
-        )
-
-    async def run(
-        self,
-        observations: runtime.Source | None = None,
-        *,
-        cycles: int | None = None,
-        until_idle: bool = False,
-        plugins: Sequence[ProcessProtocol] | None = None,
-        chat_model: Any = None,
-        jobs: runtime.Jobs = True,
-        attention: AttentionConfig | None = None,
-        timeout: float = 10.0,  # noqa: ASYNC109 (each hook's timeout, not the run's)
-        max_failures: int = 3,
-        stop: runtime.Stop | None = None,
-        on_cycle: Callable[[CycleReport], object] | None = None,
-        on_job: runtime.OnJob | None = None,
-        handle_signals: bool = False,
-    ) -> runtime.RunReport:
+    async def run(self, *args: Any, **kwargs: Any) -> runtime.RunReport:
         """``Mind.run``, awaited: ``Mind.arun`` on the calling event loop (not a worker)."""
         self._check_open()
-        return await self.mind.arun(
-            observations,
-            cycles=cycles,
-            until_idle=until_idle,
-            plugins=plugins,
-            chat_model=chat_model,
-            jobs=jobs,
-            attention=attention,
-            timeout=timeout,
-            max_failures=max_failures,
-            stop=stop,
-            on_cycle=on_cycle,
-            on_job=on_job,
-            handle_signals=handle_signals,
-        )
+        return await self.mind.arun(*args, **kwargs)
 
-    async def arun(
-        self,
-        observations: runtime.Source | None = None,
-        *,
-        cycles: int | None = None,
-        until_idle: bool = False,
-        plugins: Sequence[ProcessProtocol] | None = None,
-        chat_model: Any = None,
-        jobs: runtime.Jobs = True,
-        attention: AttentionConfig | None = None,
-        timeout: float = 10.0,  # noqa: ASYNC109 (each hook's timeout, not the run's)
-        max_failures: int = 3,
-        stop: runtime.Stop | None = None,
-        on_cycle: Callable[[CycleReport], object] | None = None,
-        on_job: runtime.OnJob | None = None,
-        handle_signals: bool = False,
-    ) -> runtime.RunReport:
+    async def arun(self, *args: Any, **kwargs: Any) -> runtime.RunReport:
         """``Mind.arun``, on the calling event loop (the same as ``run``)."""
         self._check_open()
-        return await self.mind.arun(
-            observations,
-            cycles=cycles,
-            until_idle=until_idle,
-            plugins=plugins,
-            chat_model=chat_model,
-            jobs=jobs,
-            attention=attention,
-            timeout=timeout,
-            max_failures=max_failures,
-            stop=stop,
-            on_cycle=on_cycle,
-            on_job=on_job,
-            handle_signals=handle_signals,
-        )
+        return await self.mind.arun(*args, **kwargs)
 
-    async def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:
-        """Await ``Mind.verify`` on a worker thread."""
-        return await self.call(self.mind.verify, against=against)
 
-    async def checkpoint(self) -> Checkpoint:
-        """Await ``Mind.checkpoint`` on a worker thread."""
-        return await self.call(self.mind.checkpoint)
+#: What is not a plain call on a worker: built here above, or the mind's lifecycle.
+_OWN = {"open", "close", "workspace", "wait_for_embeddings", "run", "arun"}
+#: The mind's attributes an ``AsyncMind`` shows as its own.
+ATTRIBUTES = ("name", "id", "url", "info", "config", "clock", "storage", "embedder", "reranker")
 
-    async def export_lines(self, *, world: WorldPath | None = None) -> list[str]:
-        """Await ``Mind.export_lines`` on a worker thread."""
-        return await self.call(self.mind.export_lines, world=world)
 
-    async def export(self, fp: IO[str], *, world: str | None = None) -> int:
-        """Await ``Mind.export`` on a worker thread."""
-        return await self.call(self.mind.export, fp, world=world)
+def _forward(name: str) -> Callable[..., Any]:
+    """``AsyncMind.<name>``: ``Mind.<name>`` awaited on a worker thread, with its signature."""
+    method = getattr(Mind, name)
 
-    async def import_(
-        self, source: IO[bytes] | IO[str] | Iterable[bytes | str] | ExportData
-    ) -> dict[str, int]:
-        """Await ``Mind.import_`` on a worker thread."""
-        return await self.call(self.mind.import_, source)
+    @functools.wraps(method, assigned=("__module__", "__name__", "__qualname__"))
+    async def forward(self: AsyncMind, *args: Any, **kwargs: Any) -> Any:
+        return await self.call(getattr(self.mind, name), *args, **kwargs)
+
+    forward.__doc__ = f"Await ``Mind.{name}`` on a worker thread."
+    forward.__wrapped__ = method  # inspect.signature reads it
+    return forward
+
+
+def _attribute(name: str) -> property:
+    return property(lambda self: getattr(self.mind, name), doc=f"The mind's ``{name}``.")
+
+
+for _name, _member in vars(Mind).items():
+    if _name.startswith("_") or _name in _OWN or isinstance(_member, property | classmethod):
+        continue
+    setattr(AsyncMind, _name, _forward(_name))
+for _name in ATTRIBUTES:
+    setattr(AsyncMind, _name, _attribute(_name))
+for _name in ("workspace", "wait_for_embeddings", "run", "arun"):
+    getattr(AsyncMind, _name).__wrapped__ = getattr(Mind, _name)
 
 
 def _close_opened(opening: Future[Mind]) -> None:

@@ -20,6 +20,8 @@ OURS = ("concepts", "noema", "workspace", "processes", "tui")
 
 #: The face: the public API and the entry points; it may import everything.
 FACE = ("noema", "noema.mind", "noema.async_mind", "noema.runtime")
+#: The operations every face derives from (``noema.operations``): the face's own layer.
+OPERATIONS = "noema.operations"
 #: Faces proper: each talks to the mind through ``Mind`` and never to another face.
 FACES = ("noema.cli", "noema.mcp", "noema.integrations", "noema.http", "tui")
 #: The one exception: ``noema mcp``, ``noema tui`` and ``noema serve`` start those faces, by
@@ -34,7 +36,7 @@ def _layer(module: str) -> str:
     top = module.split(".")[0]
     if top != "noema":
         return top
-    if module in FACE:
+    if module in FACE or module == OPERATIONS or module.startswith(f"{OPERATIONS}."):
         return "face"
     if any(module == f or module.startswith(f"{f}.") for f in FACES):
         return "face"

@@ -82,7 +82,7 @@ def _input_model(operation: Operation, base: type[BaseModel]) -> type[BaseModel]
         for name, info in operation.request.model_fields.items()
         if name not in in_path
     }
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         operation.request.__name__, __base__=base, __doc__=operation.request.__doc__, **fields
     )
     return model

@@ -128,7 +128,7 @@ class NoemaRetriever(BaseRetriever):
 
     async def arecall_results(self, query: str) -> list[RecallResult]:
         """``recall_results``, awaited: through the retriever's ``AsyncMind``."""
-        return await self._async().recall(
+        found: list[RecallResult] = await self._async().recall(
             query,
             limit=self.k,
             filters=self.filters,
@@ -136,6 +136,7 @@ class NoemaRetriever(BaseRetriever):
             peek=self.peek,
             mode=self.mode,
         )
+        return found
 
     def _async(self) -> AsyncMind:
         """The ``AsyncMind`` over ``mind``, made on first use (it leaves ``mind`` open)."""
