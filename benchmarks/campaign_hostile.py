@@ -56,16 +56,20 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
+from hypothesis import (
+    HealthCheck,
+    Phase,
+    given,
+    seed as hypothesis_seed,
+    settings,
+    strategies as st,
+)
 
 from benchmarks.storage import machine, write_section
 from concepts import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, Channel, MemoryKind
 from concepts.models import MAX_KEY_CHARS, MAX_TAG_CHARS
 from noema import Mind, NoemaError, RuntimeFailure
-from noema.cli import build_parser
-from noema.cli import run as cli_run
+from noema.cli import build_parser, run as cli_run
 from noema.storage import Storage, open_storage, ops
 
 # The suites are test modules (``tests`` is not a package): imported as pytest does.

@@ -7,219 +7,140 @@ face (DESIGN section 1).
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# Public name -> module that defines it.
-_EXPORTS: dict[str, str] = {
-    "Mind": "noema.mind",
-    "AsyncMind": "noema.async_mind",
-    "Settings": "noema.config",
-    "MindConfig": "noema.config",
-    "RecallWeights": "noema.config",
-    "WritePolicy": "noema.config",
-    "DEFAULT_WEIGHTS": "noema.config",
-    "Clock": "noema.clock",
-    "SystemClock": "noema.clock",
-    "ManualClock": "noema.clock",
-    "DecayReport": "noema.memory.decay",
-    "VerifyReport": "noema.memory.verify",
-    "PurgePlan": "noema.memory.purge",
-    "PurgeReport": "noema.memory.purge",
-    "NoemaRetriever": "noema.integrations.langchain",
-    "NoemaError": "noema.errors",
-    "UsageError": "noema.errors",
-    "InvalidInput": "noema.errors",
-    "PolicyViolation": "noema.errors",
-    "NotFound": "noema.errors",
-    "CrossMindError": "noema.errors",
-    "TemporalOrderError": "noema.errors",
-    "ConfigError": "noema.errors",
-    "RuntimeFailure": "noema.errors",
-    "StorageError": "noema.errors",
-    "MigrationError": "noema.errors",
-    "IntegrityError": "noema.errors",
-    "Memory": "concepts",
-    "MemoryInput": "concepts",
-    "MemoryKind": "concepts",
-    "Epistemic": "concepts",
-    "Channel": "concepts",
-    "Status": "concepts",
-    "Relation": "concepts",
-    "RelationStatus": "concepts",
-    "Relationship": "concepts",
-    "Link": "concepts",
-    "Event": "concepts",
-    "EventKind": "concepts",
-    "RecallFilters": "concepts",
-    "RecallResult": "concepts",
-    "Observation": "concepts",
-    "Candidate": "concepts",
-    "Process": "processes",
-    "RunReport": "noema.runtime",
-    "ReflectReport": "noema.memory.consolidate",
-    "ProcessContext": "workspace",
-    "Percept": "workspace",
-    "AttentionConfig": "workspace",
-    "CycleReport": "workspace",
-    "WorkingMemoryItem": "concepts",
-    "AuditEntry": "concepts",
-    "WorkspaceSnapshot": "concepts",
-    "CHANNEL_TRUST": "concepts",
-    "EPISTEMIC_WEIGHT": "concepts",
-    "check_event_kind": "concepts.models",
-    "Attend": "processes",
-    "Retrieve": "processes",
-    "Reflect": "processes",
-    "discover": "processes",
-    "Discovered": "processes",
-    "MemoryReader": "noema.memory.reader",
-    "Checkpoint": "noema.memory.verify",
-    "Lifecycle": "concepts",
-    "ConfidenceTier": "concepts",
-    "confidence_tier": "concepts",
-    "HealthReport": "noema.memory.health",
-    "Finding": "noema.memory.health",
-    "WorldInfo": "concepts",
-    "Peer": "concepts",
-    "PeerUnavailable": "noema.errors",
-}
-
-__all__ = [
-    "CHANNEL_TRUST",
-    "DEFAULT_WEIGHTS",
-    "EPISTEMIC_WEIGHT",
-    "AsyncMind",
-    "Attend",
-    "AttentionConfig",
-    "AuditEntry",
-    "Candidate",
-    "Channel",
-    "Checkpoint",
-    "Clock",
-    "ConfidenceTier",
-    "ConfigError",
-    "CrossMindError",
-    "CycleReport",
-    "DecayReport",
-    "Discovered",
-    "Epistemic",
-    "Event",
-    "EventKind",
-    "Finding",
-    "HealthReport",
-    "IntegrityError",
-    "InvalidInput",
-    "Lifecycle",
-    "Link",
-    "ManualClock",
-    "Memory",
-    "MemoryInput",
-    "MemoryKind",
-    "MemoryReader",
-    "MigrationError",
-    "Mind",
-    "MindConfig",
-    "NoemaError",
-    "NoemaRetriever",
-    "NotFound",
-    "Observation",
-    "Peer",
-    "PeerUnavailable",
-    "Percept",
-    "PolicyViolation",
-    "Process",
-    "ProcessContext",
-    "PurgePlan",
-    "PurgeReport",
-    "RecallFilters",
-    "RecallResult",
-    "RecallWeights",
-    "Reflect",
-    "ReflectReport",
-    "Relation",
-    "RelationStatus",
-    "Relationship",
-    "Retrieve",
-    "RunReport",
-    "RuntimeFailure",
-    "Settings",
-    "Status",
-    "StorageError",
-    "SystemClock",
-    "TemporalOrderError",
-    "UsageError",
-    "VerifyReport",
-    "WorkingMemoryItem",
-    "WorkspaceSnapshot",
-    "WorldInfo",
-    "WritePolicy",
-    "check_event_kind",
-    "confidence_tier",
-    "discover",
-]
-
+#: The public API: what ``from noema import ...`` gives. Each name is imported
+#: here for type checkers and editors, and looked up lazily at run time from the
+#: same lines (``_exports``), so this block is the one list of the public API.
 if TYPE_CHECKING:
     from concepts import (
-        CHANNEL_TRUST,
-        EPISTEMIC_WEIGHT,
-        AuditEntry,
-        Candidate,
-        Channel,
-        ConfidenceTier,
-        Epistemic,
-        Event,
-        EventKind,
-        Lifecycle,
-        Link,
-        Memory,
-        MemoryInput,
-        MemoryKind,
-        Observation,
-        Peer,
-        RecallFilters,
-        RecallResult,
-        Relation,
-        Relationship,
-        RelationStatus,
-        Status,
-        WorkingMemoryItem,
-        WorkspaceSnapshot,
-        WorldInfo,
-        confidence_tier,
+        CHANNEL_TRUST as CHANNEL_TRUST,
+        EPISTEMIC_WEIGHT as EPISTEMIC_WEIGHT,
+        AuditEntry as AuditEntry,
+        Candidate as Candidate,
+        Channel as Channel,
+        ConfidenceTier as ConfidenceTier,
+        Epistemic as Epistemic,
+        Event as Event,
+        EventKind as EventKind,
+        Lifecycle as Lifecycle,
+        Link as Link,
+        Memory as Memory,
+        MemoryInput as MemoryInput,
+        MemoryKind as MemoryKind,
+        Observation as Observation,
+        Peer as Peer,
+        RecallFilters as RecallFilters,
+        RecallResult as RecallResult,
+        Relation as Relation,
+        Relationship as Relationship,
+        RelationStatus as RelationStatus,
+        Status as Status,
+        WorkingMemoryItem as WorkingMemoryItem,
+        WorkspaceSnapshot as WorkspaceSnapshot,
+        WorldInfo as WorldInfo,
+        confidence_tier as confidence_tier,
     )
-    from concepts.models import check_event_kind
-    from noema.async_mind import AsyncMind
-    from noema.clock import Clock, ManualClock, SystemClock
-    from noema.config import DEFAULT_WEIGHTS, MindConfig, RecallWeights, Settings, WritePolicy
+    from concepts.models import (
+        check_event_kind as check_event_kind,
+    )
+    from noema.async_mind import (
+        AsyncMind as AsyncMind,
+    )
+    from noema.clock import (
+        Clock as Clock,
+        ManualClock as ManualClock,
+        SystemClock as SystemClock,
+    )
+    from noema.config import (
+        DEFAULT_WEIGHTS as DEFAULT_WEIGHTS,
+        MindConfig as MindConfig,
+        RecallWeights as RecallWeights,
+        Settings as Settings,
+        WritePolicy as WritePolicy,
+    )
     from noema.errors import (
-        ConfigError,
-        CrossMindError,
-        IntegrityError,
-        InvalidInput,
-        MigrationError,
-        NoemaError,
-        NotFound,
-        PeerUnavailable,
-        PolicyViolation,
-        RuntimeFailure,
-        StorageError,
-        TemporalOrderError,
-        UsageError,
+        ConfigError as ConfigError,
+        CrossMindError as CrossMindError,
+        IntegrityError as IntegrityError,
+        InvalidInput as InvalidInput,
+        MigrationError as MigrationError,
+        NoemaError as NoemaError,
+        NotFound as NotFound,
+        PeerUnavailable as PeerUnavailable,
+        PolicyViolation as PolicyViolation,
+        RuntimeFailure as RuntimeFailure,
+        StorageError as StorageError,
+        TemporalOrderError as TemporalOrderError,
+        UsageError as UsageError,
     )
-    from noema.integrations.langchain import NoemaRetriever
-    from noema.memory.consolidate import ReflectReport
-    from noema.memory.decay import DecayReport
-    from noema.memory.health import Finding, HealthReport
-    from noema.memory.purge import PurgePlan, PurgeReport
-    from noema.memory.reader import MemoryReader
-    from noema.memory.verify import Checkpoint, VerifyReport
-    from noema.mind import Mind
-    from noema.runtime import RunReport
-    from processes import Attend, Discovered, Process, Reflect, Retrieve, discover
-    from workspace import AttentionConfig, CycleReport, Percept, ProcessContext
+    from noema.integrations.langchain import (
+        NoemaRetriever as NoemaRetriever,
+    )
+    from noema.memory.consolidate import (
+        ReflectReport as ReflectReport,
+    )
+    from noema.memory.decay import (
+        DecayReport as DecayReport,
+    )
+    from noema.memory.health import (
+        Finding as Finding,
+        HealthReport as HealthReport,
+    )
+    from noema.memory.purge import (
+        PurgePlan as PurgePlan,
+        PurgeReport as PurgeReport,
+    )
+    from noema.memory.reader import (
+        MemoryReader as MemoryReader,
+    )
+    from noema.memory.verify import (
+        Checkpoint as Checkpoint,
+        VerifyReport as VerifyReport,
+    )
+    from noema.mind import (
+        Mind as Mind,
+    )
+    from noema.runtime import (
+        RunReport as RunReport,
+    )
+    from processes import (
+        Attend as Attend,
+        Discovered as Discovered,
+        Process as Process,
+        Reflect as Reflect,
+        Retrieve as Retrieve,
+        discover as discover,
+    )
+    from workspace import (
+        AttentionConfig as AttentionConfig,
+        CycleReport as CycleReport,
+        Percept as Percept,
+        ProcessContext as ProcessContext,
+    )
+
+
+def _exports() -> dict[str, str]:
+    """Each public name and its module, read from the ``TYPE_CHECKING`` block above."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+_EXPORTS = _exports()
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -49,9 +49,7 @@ from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
 from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
-from noema.memory import consolidate as consolidation
-from noema.memory import episodes as task_episodes
-from noema.memory import upkeep
+from noema.memory import consolidate as consolidation, episodes as task_episodes, upkeep
 from noema.memory.decay import DecayReport, run_decay
 from noema.memory.engine import Engine
 from noema.memory.federation import Federation

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 from concepts import Memory, Relationship
-from noema.cli import _render as render
-from noema.cli import build_parser, run
+from noema.cli import _render as render, build_parser, run
 from noema.cli._parser import Command
 
 NOEMA = Path(sys.executable).parent / "noema"

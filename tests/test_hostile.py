@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from concepts import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, score_reproduces
 from noema import (

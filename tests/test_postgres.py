@@ -27,8 +27,14 @@ from concepts import RecallFilters
 from noema import ConfigError, Mind, StorageError
 from noema.ids import new_id
 from noema.storage import open_storage, ops
-from noema.storage.postgres import MIGRATIONS, PostgresStorage, bm25, parse_url, token_count
-from noema.storage.postgres import vectors as pg_vectors
+from noema.storage.postgres import (
+    MIGRATIONS,
+    PostgresStorage,
+    bm25,
+    parse_url,
+    token_count,
+    vectors as pg_vectors,
+)
 from noema.storage.postgres.store import PostgresSession
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

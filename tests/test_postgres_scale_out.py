@@ -25,8 +25,7 @@ from concepts import RecallFilters
 from noema import ConfigError, MigrationError, StorageError
 from noema.ids import new_id
 from noema.storage import open_storage, ops
-from noema.storage.postgres import MIGRATIONS, PostgresStorage, parse_url
-from noema.storage.postgres import store as pg_store
+from noema.storage.postgres import MIGRATIONS, PostgresStorage, parse_url, store as pg_store
 from noema.storage.postgres.schema import partitioned
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

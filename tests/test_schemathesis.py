@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from test_http import Live
 
 from concepts.episodes import MAX_EPISODE_TOOLS

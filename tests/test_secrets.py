@@ -17,8 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 from test_http import Api, Live, counts
 from test_mcp import Session, drive
 from timing import grows_linearly

@@ -48,8 +48,7 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.stateful import (
     RuleBasedStateMachine,

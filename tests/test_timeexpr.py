@@ -6,8 +6,7 @@ import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from timing import cpu_seconds, grows_linearly, loop_seconds
 
 from noema.memory import timeexpr

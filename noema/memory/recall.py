@@ -51,8 +51,7 @@ from noema.memory.adjust import (
     same_subject,
 )
 from noema.memory.composed import worlds_first
-from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights
-from noema.memory.cooccurrence import signal as cooccurrence_signal
+from noema.memory.cooccurrence import STRONG_RESULTS, pair_weights, signal as cooccurrence_signal
 from noema.memory.events import EventLog
 from noema.memory.history import as_known
 from noema.memory.lanes import (

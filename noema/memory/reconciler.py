@@ -41,8 +41,7 @@ from noema.ids import content_hash, new_id
 from noema.memory.activation import decayed, reinforced
 from noema.memory.audit import created_payload
 from noema.memory.composed import compose
-from noema.memory.detect import DEFAULT_LIMIT as DETECT_LIMIT
-from noema.memory.detect import detect
+from noema.memory.detect import DEFAULT_LIMIT as DETECT_LIMIT, detect
 from noema.memory.entities import extract_entities
 from noema.memory.events import EventLog
 from noema.memory.keys import expand_keys

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 from concepts import ROOT_WORLD, Channel, Link, Memory, RecallFilters
 from noema import serialize
 from noema.errors import NotFound
-from noema.operations import requests as q
-from noema.operations import results as r
+from noema.operations import requests as q, results as r
 from noema.operations.fields import utc
 from noema.operations.spine import Cli, Operation, Route, face
 

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from noema import serialize
 from noema.clock import iso
-from noema.operations import requests as q
-from noema.operations import results as r
+from noema.operations import requests as q, results as r
 from noema.operations.spine import Operation, Route
 
 if TYPE_CHECKING:

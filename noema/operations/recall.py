@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 from concepts import RecallResult
 from noema import serialize
 from noema.errors import PeerUnavailable
-from noema.operations import requests as q
-from noema.operations import results as r
+from noema.operations import requests as q, results as r
 from noema.operations.memories import LIST_FILTERS, given_filters
 from noema.operations.spine import Cli, Operation, Route
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from noema import serialize
-from noema.operations import requests as q
-from noema.operations import results as r
+from noema.operations import requests as q, results as r
 from noema.operations.spine import Operation, Route
 
 if TYPE_CHECKING:

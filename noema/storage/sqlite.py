@@ -14,8 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from concurrent.futures import wait as wait_for
+from concurrent.futures import Future, wait as wait_for
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
