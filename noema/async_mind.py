@@ -18,19 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from langchain_core.embeddings import Embeddings
-
 from noema import runtime
-from noema.clock import Clock
-from noema.config import MindConfig, Settings
-from noema.embeddings import Embedder
 from noema.errors import UsageError
-from noema.memory.rerank import Reranker
 from noema.mind import Mind
 from workspace import Workspace
 
@@ -101,32 +96,14 @@ class AsyncMind:
     # ------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def open(
-        cls,
-        url: str | None = None,
-        name: str | None = None,
-        *,
-        config: MindConfig | None = None,
-        clock: Clock | None = None,
-        settings: Settings | None = None,
-        embedder: Embedder | Embeddings | str | None = None,
-        reranker: Reranker | Any | str | None = None,
-    ) -> AsyncMind:
+    async def open(cls, *args: Any, **kwargs: Any) -> AsyncMind:
         """``Mind.open`` in a worker thread: the ``AsyncMind`` over the mind it opens.
 
-        Cancelled while the store is opening, the mind it opens is closed.
+        It takes ``Mind.open``'s arguments. Cancelled while the store is opening,
+        the mind it opens is closed.
         """
         opener = ThreadPoolExecutor(max_workers=1, thread_name_prefix="noema-open")
-        opening = opener.submit(
-            Mind.open,
-            url,
-            name,
-            config=config,
-            clock=clock,
-            settings=settings,
-            embedder=embedder,
-            reranker=reranker,
-        )
+        opening = opener.submit(Mind.open, *args, **kwargs)
         opener.shutdown(wait=False)  # its thread ends once the mind is open
         try:
             mind = await asyncio.wrap_future(opening)
@@ -252,6 +229,9 @@ for _name in ATTRIBUTES:
     setattr(AsyncMind, _name, _attribute(_name))
 for _name in ("workspace", "wait_for_embeddings", "run", "arun"):
     getattr(AsyncMind, _name).__wrapped__ = getattr(Mind, _name)
+AsyncMind.open.__func__.__signature__ = inspect.signature(Mind.open.__func__).replace(  # type: ignore[attr-defined]
+    return_annotation="AsyncMind"
+)
 
 
 def _close_opened(opening: Future[Mind]) -> None:

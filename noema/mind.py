@@ -88,6 +88,11 @@ def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
         raise from_validation(exc, what=what) from None
 
 
+def _keywords(scope: dict[str, Any], *leave: str) -> dict[str, Any]:
+    """A method's arguments by name from its ``locals()`` (read first), less ``self``, ``leave``."""
+    return {name: value for name, value in scope.items() if name not in {"self", *leave}}
+
+
 class Mind:
     """One mind: remember, recall, relate, correct and audit its long-term memory.
 
@@ -537,25 +542,10 @@ class Mind:
         that cannot be read is skipped with a ``PeerUnavailable`` warning.
         Nothing is written into a peer, and a peer's result is never reinforced.
         """
-        if known_at is not None:
-            filter_fields["known_at"] = known_at
         if not isinstance(query, RecallQuery):
-            query = recall_query(
-                query,
-                limit=limit,
-                filters=filters,
-                as_of=as_of,
-                peek=peek,
-                mode=mode,
-                fusion=fusion,
-                explore=explore,
-                seed=seed,
-                depth=depth,
-                world=world,
-                strategy=strategy,
-                federated=federated,
-                **filter_fields,
-            )
+            given = _keywords(locals(), "filter_fields", "known_at")
+            known: dict[str, Any] = {} if known_at is None else {"known_at": known_at}
+            query = recall_query(**given, **filter_fields, **known)
         return self._federation.recall(self._recaller, query)
 
     @checked
@@ -1160,20 +1150,7 @@ class Mind:
         Synchronous: it runs its own event loop, so it cannot be called inside a
         running one (``await mind.arun(...)`` there).
         """
-        options = runtime.run_options(
-            cycles=cycles,
-            until_idle=until_idle,
-            plugins=plugins,
-            chat_model=chat_model,
-            jobs=jobs,
-            attention=attention,
-            timeout=timeout,
-            max_failures=max_failures,
-            stop=stop,
-            on_cycle=on_cycle,
-            on_job=on_job,
-            handle_signals=handle_signals,
-        )
+        options = runtime.run_options(**_keywords(locals(), "observations"))
         return runtime.run(self._engine, observations, options)
 
     async def arun(
@@ -1232,20 +1209,7 @@ class Mind:
         Raises:
             InvalidInput: an argument is wrong; the error names it.
         """
-        options = runtime.run_options(
-            cycles=cycles,
-            until_idle=until_idle,
-            plugins=plugins,
-            chat_model=chat_model,
-            jobs=jobs,
-            attention=attention,
-            timeout=timeout,
-            max_failures=max_failures,
-            stop=stop,
-            on_cycle=on_cycle,
-            on_job=on_job,
-            handle_signals=handle_signals,
-        )
+        options = runtime.run_options(**_keywords(locals(), "observations"))
         return await runtime.arun(self._engine, observations, options)
 
     @checked
