@@ -155,7 +155,7 @@ def recall(
 ) -> list[dict[str, Any]]:
     result = noema("recall", query, *options, "--json", mind=mind, db_url=db_url)
     assert result.code == 0, result.err
-    data: list[dict[str, Any]] = result.json()
+    data: list[dict[str, Any]] = result.json()["results"]
     return data
 
 
@@ -242,7 +242,7 @@ def test_remember_and_recall_json_via_console_script(env: dict[str, str], tmp_pa
 
     done = proc(*db, "recall", "cello", "--json", env=env)
     assert done.returncode == 0, done.stderr
-    results = json.loads(done.stdout)
+    results = json.loads(done.stdout)["results"]
     assert [r["id"] for r in results] == [memory["id"]]
     assert set(results[0]) >= RECALL_KEYS
     assert math.isclose(sum(results[0]["components"].values()), results[0]["score"], abs_tol=1e-9)
@@ -1623,7 +1623,7 @@ def test_default_database_is_under_xdg_data_dir(env: dict[str, str], tmp_path: P
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ".local" / "share" / "noema" / "noema.db").is_file()
     done = proc("recall", "live", "--json", env=env)
-    assert [r["content"] for r in json.loads(done.stdout)] == ["where do I live"]
+    assert [r["content"] for r in json.loads(done.stdout)["results"]] == ["where do I live"]
 
 
 def test_default_database_honours_xdg_data_home(env: dict[str, str], tmp_path: Path) -> None:
@@ -1722,7 +1722,7 @@ def test_observe_a_text_longer_than_a_query_is_observed_whole(noema: Cli) -> Non
     result = noema("observe", text)
     assert result.code == 0, result.err
     assert total(noema) == 1
-    found = noema("recall", "kettle report", "--json").json()
+    found = noema("recall", "kettle report", "--json").json()["results"]
     assert [r["content"] for r in found] == [text]
 
 

@@ -526,7 +526,7 @@ def test_cli_federate_round_trip(
     assert "trust 0.301 (Beta(5, 5), mean 0.500)" in out
     code, out, err = cli("--mind", "a", "recall", "cat", "--json")
     assert code == 0 and err == ""
-    rows = json.loads(out)
+    rows = json.loads(out)["results"]
     assert {(r["peer"], r["hops"]) for r in rows} == {(None, 0), ("bee", 1), ("far", 1)}
     assert all(sum(r["components"].values()) == pytest.approx(r["score"]) for r in rows)
     assert {r["mind_id"] for r in rows if r["peer"] == "bee"} != {
@@ -534,8 +534,8 @@ def test_cli_federate_round_trip(
     }
     code, out, _ = cli("--mind", "a", "recall", "cat")
     assert code == 0 and "from peer bee, 1 hop" in out and "trust=-" in out
-    code, out, _ = cli("--mind", "a", "recall", "cat", "--local", "--json")
-    assert {r["peer"] for r in json.loads(out)} == {None}
+    code, out, _ = cli("--mind", "a", "recall", "cat", "--no-federated", "--json")
+    assert {r["peer"] for r in json.loads(out)["results"]} == {None}
     code, out, _ = cli("--mind", "a", "federate", "feedback", "bee", "1", "--json")
     assert code == 0 and (json.loads(out)["alpha"], json.loads(out)["beta"]) == (6.0, 5.0)
     code, _, err = cli("--mind", "a", "federate", "feedback", "bee", "2")
@@ -549,7 +549,9 @@ def test_cli_federate_round_trip(
     code, out, err = cli("--mind", "a", "recall", "cat", "--json")
     assert code == 0
     assert err.splitlines() == [f"warning: peer far unavailable: no Noema store at {far}"]
-    assert {(r["peer"], r["hops"]) for r in json.loads(out)} == {(None, 0), ("bee", 1)}
+    reply = json.loads(out)
+    assert {(r["peer"], r["hops"]) for r in reply["results"]} == {(None, 0), ("bee", 1)}
+    assert reply["warnings"] == [f"peer far unavailable: no Noema store at {far}"]
     code, out, _ = cli("--mind", "a", "federate", "remove", "far")
     assert code == 0 and out.startswith("unsubscribed far")
     code, _, err = cli("--mind", "a", "federate", "remove", "far")

@@ -396,11 +396,11 @@ def test_cli_recall_answers_valid_text_and_refuses_invalid_text(
     seeded: Mind, store_url: str, capsys: pytest.CaptureFixture[str], query: str, strict: bool
 ) -> None:
     before = snapshot(seeded)
-    argv = ["recall", "--peek", "--json", *(["--strict"] if strict else []), "--", query]
+    argv = ["recall", "--peek", "--json", *(["--mode", "strict"] if strict else []), "--", query]
     status, out, err = cli(capsys, store_url, *argv)
     if _is_valid_text(query):
         assert (status, err) == (0, ""), (status, err)
-        assert isinstance(json.loads(out), list)
+        assert isinstance(json.loads(out)["results"], list)
     else:
         assert_refused(status, out, err, "query")
     assert snapshot(seeded) == before

@@ -406,7 +406,7 @@ def test_deep_recall_on_the_cli_and_a_bad_reranker(
         CompressorReranker(object())
     assert main(["--db", store_url, "remember", "the deploy key rotated"]) == 0
     capsys.readouterr()
-    assert main(["--db", store_url, "recall", "deploy", "--deep", "--json"]) == 0
+    assert main(["--db", store_url, "recall", "deploy", "--depth", "deep", "--json"]) == 0
     assert '"rerank"' in capsys.readouterr().out
 
 

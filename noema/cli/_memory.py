@@ -15,12 +15,12 @@ from concepts.models import UtcDatetime
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
-from noema.cli._federate import peer_warnings
-from noema.cli._options import filter_fields, given
+from noema.cli._derived import request_fields
+from noema.cli._options import given
 from noema.cli._world import world_paths
 from noema.errors import InvalidInput, NotFound, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.mind import Mind, recall_query
+from noema.mind import Mind
 
 __all__ = [
     "cmd_decide",
@@ -113,29 +113,17 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """``noema recall``: the memories for QUERY, each with the components of its score."""
-    filters = filter_fields(args) | given(
-        key=args.key,
-        min_confidence=args.min_confidence,
-        min_feedback=args.min_feedback,
-        lifecycles=tuple(args.lifecycle) or None,
-        known_at=args.known_at,
-    )
-    request = recall_query(
-        args.query,
-        limit=args.limit,
-        filters=filters,
-        as_of=args.as_of,
-        peek=args.peek,
-        mode="strict" if args.strict else "any",
-        fusion=args.fusion,
-        explore=args.explore,
-        seed=args.seed,
-        depth="deep" if args.deep else "fast",
-        **given(world=args.world, strategy=args.strategy),
-        federated=not args.local,
-    )
-    with open_mind(args) as mind, peer_warnings():
-        results = mind.recall(request)
+    from noema.operations import BY_NAME, request_of
+    from noema.operations.recall import recall_reply, run_recall
+
+    request = request_of(BY_NAME["recall"], request_fields(args, "recall"))
+    with open_mind(args) as mind:
+        results, unavailable = run_recall(mind, request)  # type: ignore[arg-type]
+        for line in unavailable:
+            print(f"warning: {' '.join(line.split())}", file=sys.stderr)
+        if args.json:
+            render.emit_json(recall_reply(mind, results, unavailable))
+            return EXIT_OK
         # A peer's result belongs to a world of the peer's, not of this mind.
         paths = world_paths(mind, [r.memory for r in results if r.peer is None])
     if args.tier:
@@ -143,11 +131,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
         print(format_memories(results, args.tier) or render.NOTHING_RECALLED)
         return EXIT_OK
-    render.reply(
-        args.json,
-        [serialize.result_json(r, world=paths.get(r.memory.world)) for r in results],
-        *render.result_lines(results, paths),
-    )
+    for line in render.result_lines(results, paths):
+        print(line)
     return EXIT_OK
 
 

@@ -49,6 +49,29 @@ class Parser(argparse.ArgumentParser):
         return action
 
 
+class DeferredParser(Parser):
+    """A command's parser whose options are added the first time it parses or helps."""
+
+    def __init__(self, *args: Any, fill: Callable[[Parser], None] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._fill = fill
+
+    def _filled(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Add the options, then parse as argparse does."""
+        self._filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        """Add the options, then format the help as argparse does."""
+        self._filled()
+        return super().format_help()
+
+
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -85,7 +108,7 @@ class _Commands:
     """Adds sub-commands, each with its handler; ``--json`` goes after their own options."""
 
     def __init__(self, parser: argparse.ArgumentParser, dest: str, metavar: str) -> None:
-        self._group = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=Parser)
+        self._group = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=DeferredParser)
         self._group.required = True
         self._json: list[tuple[argparse.ArgumentParser, str | None]] = []
 
@@ -102,6 +125,18 @@ class _Commands:
             self._json.append((p, json if isinstance(json, str) else None))
         return p
 
+    def operation(
+        self, name: str, handler: str, help: str, *, operation: str
+    ) -> argparse.ArgumentParser:
+        """A sub-command whose options are the request's of ``operation`` (``noema.operations``).
+
+        They are added when the command runs (``noema.cli._derived``).
+        """
+        p = self._group.add_parser(name, help=help, fill=_request_options(operation))
+        p.set_defaults(handler=Command(handler))
+        self._json.append((p, None))
+        return p
+
     def group(self, name: str, help: str, dest: str, metavar: str) -> _Commands:
         """A sub-command ``name`` that has sub-commands of its own."""
         return _Commands(self._group.add_parser(name, help=help), dest, metavar)
@@ -110,6 +145,17 @@ class _Commands:
         """Give ``--json`` to the sub-commands that asked for it, as their last option."""
         for p, text in self._json:
             p.add_argument("--json", action="store_true", help=text)
+
+
+def _request_options(operation: str) -> Callable[[Parser], None]:
+    """What adds the options of ``operation``'s request to a parser, importing it then."""
+
+    def fill(parser: Parser) -> None:
+        from noema.cli._derived import add_request_options
+
+        add_request_options(parser, operation)
+
+    return fill
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,46 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(recommended for chat-log imports)",
     )
 
-    p = commands.add(
-        "recall", "_memory.cmd_recall", "recall memories, with the components of each score"
-    )
-    p.add_argument("query", help="what to look for")
-    p.add_argument("--limit", type=int, default=10, metavar="N")
-    p.add_argument("--as-of", metavar="ISO", help="what the mind held true at that time")
-    p.add_argument(
-        "--known-at", metavar="ISO", help="what the mind knew then: recorded by then, as it stood"
-    )
-    p.add_argument(
-        "--world", type=world_path, metavar="PATH", help="only this world, below it and its links"
-    )
-    p.add_argument(
-        "--strategy",
-        choices=["flat", "worlds-first"],
-        help="flat ranks every memory in scope; worlds-first picks the best worlds first",
-    )
-    add_filters(p)
-    p.add_argument(
-        "--lifecycle",
-        action="append",
-        default=[],
-        choices=choices("Lifecycle"),
-        help="only memories in this lifecycle (repeatable; default: all but rejected)",
-    )
-    p.add_argument("--key", metavar="KEY")
-    p.add_argument("--min-confidence", type=float, default=0.0, metavar="X")
-    p.add_argument("--min-feedback", type=float, metavar="X", help="lowest mean feedback, -1 to 1")
-    p.add_argument("--strict", action="store_true", help="every query word must match")
-    p.add_argument("--peek", action="store_true", help="do not reinforce or log the recall")
-    p.add_argument("--local", action="store_true", help="ask no peer (see `noema federate`)")
-    p.add_argument(
-        "--fusion", choices=["weighted", "rrf"], help="how lanes combine (default: the mind's)"
-    )
-    p.add_argument(
-        "--explore", action="store_true", help="Thompson sampling from each confidence posterior"
-    )
-    p.add_argument("--seed", type=int, metavar="N", help="repeatable --explore draws")
-    p.add_argument(
-        "--deep", action="store_true", help="rerank a wide pool with the mind's reranker (slower)"
+    p = commands.operation(
+        "recall",
+        "_memory.cmd_recall",
+        "recall memories, with the components of each score",
+        operation="recall",
     )
     p.add_argument(
         "--tier",

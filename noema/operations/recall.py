@@ -15,7 +15,7 @@ from noema.operations.spine import Cli, Operation, Route
 if TYPE_CHECKING:
     from noema.mind import Mind
 
-__all__ = ["OPERATIONS", "recall_noting_peers"]
+__all__ = ["OPERATIONS", "recall_noting_peers", "recall_reply", "run_recall"]
 
 
 def recall_noting_peers(mind: Mind, **options: Any) -> tuple[list[RecallResult], list[str]]:
@@ -41,13 +41,22 @@ def results_json(mind: Mind, results: list[RecallResult]) -> list[dict[str, Any]
 FILTERS = (*LIST_FILTERS, "key", "since", "until", "min_feedback")
 
 
-def _recall(mind: Mind, request: q.RecallRequest) -> dict[str, Any]:
+def run_recall(mind: Mind, request: q.RecallRequest) -> tuple[list[RecallResult], list[str]]:
+    """The results of a recall request and, one line each, the peers it could not read."""
     filters = given_filters(request, *FILTERS)
     if request.min_confidence:
         filters["min_confidence"] = request.min_confidence
     options = request.model_dump(exclude={*FILTERS, "min_confidence"})
-    results, unavailable = recall_noting_peers(mind, **options, filters=filters)
+    return recall_noting_peers(mind, **options, filters=filters)
+
+
+def recall_reply(mind: Mind, results: list[RecallResult], unavailable: list[str]) -> dict[str, Any]:
+    """A recall's JSON answer: the results, best first, and the peers that could not be read."""
     return {"results": results_json(mind, results), "warnings": unavailable}
+
+
+def _recall(mind: Mind, request: q.RecallRequest) -> dict[str, Any]:
+    return recall_reply(mind, *run_recall(mind, request))
 
 
 OPERATIONS: tuple[Operation, ...] = (

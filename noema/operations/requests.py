@@ -101,32 +101,44 @@ class RememberRequest(Request):
 class RecallRequest(Request):
     """A recall: the query, how many results, and the filters."""
 
-    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = ""
-    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = 10
-    kinds: list[MemoryKind] = Field(default_factory=list)
-    epistemics: list[Epistemic] = Field(default_factory=list)
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = Field(
+        default="", description="what to look for"
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT), WHOLE] = Field(
+        default=10, description="how many results, at most"
+    )
+    kinds: list[MemoryKind] = Field(default_factory=list, description="only these kinds")
+    epistemics: list[Epistemic] = Field(
+        default_factory=list, description="only these epistemic kinds"
+    )
     statuses: list[Status] = Field(default_factory=list, description="default: active")
-    channels: list[Channel] = Field(default_factory=list)
+    channels: list[Channel] = Field(default_factory=list, description="only from these channels")
     lifecycles: list[Lifecycle] = Field(default_factory=list, description="default: not rejected")
-    tags: Tags = Field(default_factory=list)
-    key: KeyText | None = None
+    tags: Tags = Field(default_factory=list, description="only memories with these tags")
+    key: KeyText | None = Field(default=None, description="only the memories of this key")
     since: Time | None = Field(default=None, description="valid from this time or later")
     until: Time | None = Field(default=None, description="valid from this time or earlier")
-    min_confidence: Unit = 0.0
-    min_feedback: Signed | None = None
+    min_confidence: Unit = Field(default=0.0, description="the lowest confidence")
+    min_feedback: Signed | None = Field(default=None, description="the lowest mean feedback")
     as_of: Time | None = Field(default=None, description="what the mind held true then")
     known_at: Time | None = Field(default=None, description="what the mind knew then")
     world: Path | None = Field(default=None, description="only this world, below and linked")
-    strategy: Literal["flat", "worlds-first"] = "flat"
+    strategy: Literal["flat", "worlds-first"] = Field(
+        default="flat", description="worlds-first: the best worlds first, then inside them"
+    )
     mode: Literal["any", "strict"] = Field(default="any", description="strict: every word")
-    fusion: Literal["weighted", "rrf"] | None = None
-    explore: bool = False
-    seed: Annotated[int, Field(ge=0, le=MAX_INT64), WHOLE] | None = None
+    fusion: Literal["weighted", "rrf"] | None = Field(
+        default=None, description="how the lanes combine (default: the mind's)"
+    )
+    explore: bool = Field(default=False, description="Thompson sampling from each posterior")
+    seed: Annotated[int, Field(ge=0, le=MAX_INT64), WHOLE] | None = Field(
+        default=None, description="makes explore's draws repeatable"
+    )
     depth: Literal["fast", "deep"] = Field(
         default="fast", description="deep: rerank a wide pool of the ranking (slower)"
     )
     peek: bool = Field(default=False, description="do not reinforce or log the recall")
-    federated: bool = Field(default=True, description="false: ask no peer")
+    federated: bool = Field(default=True, description="ask the mind's peers too (federation)")
 
 
 class RetractRequest(Request):

@@ -112,8 +112,8 @@ def request_of(operation: Operation, fields: Mapping[str, Any] | BaseModel) -> R
     if isinstance(fields, operation.request):
         return fields
     data = fields.model_dump() if isinstance(fields, BaseModel) else dict(fields)
-    try:
-        return operation.request.model_validate(data)
+    try:  # Python values (enums, numbers) as given; JSON faces check the JSON at their edge
+        return operation.request.model_validate(data, strict=False)
     except ValidationError as exc:
         raise from_validation(exc) from None
 

@@ -1,0 +1,114 @@
+"""A command's options made from its operation's request model (``noema.operations``).
+
+Each field of the request becomes one option, by one rule, so the command takes
+what REST and MCP take under the same names:
+
+- ``limit`` is ``--limit N``, ``as_of`` is ``--as-of``;
+- a list field is a repeatable option named in the singular (``kinds``:
+  ``--kind X --kind Y``, ``statuses``: ``--status``);
+- a flag that is off by default is ``--peek``; one that is on is ``--no-federated``;
+- a field of a few values (``depth``, ``mode``) takes one of them;
+- the fields the operation's ``Cli`` names positional are arguments, in order.
+
+The options are added when the command runs, not when the parser is built, so
+``noema --help`` imports no model (``noema.cli._parser.DeferredParser``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from noema.cli._parser import Parser
+
+__all__ = ["add_request_options", "option_name", "request_fields"]
+
+
+def option_name(field: str, annotation: Any) -> str:
+    """The option of a request field: ``--as-of``; a list's in the singular (``--kind``)."""
+    name = field
+    if _is_list(annotation):
+        name = name[:-2] if name.endswith("ses") else name.removesuffix("s")
+    return "--" + name.replace("_", "-")
+
+
+def add_request_options(parser: Parser, operation_name: str) -> None:
+    """Give ``parser`` an option (or a positional argument) for each field of the request."""
+    from noema.operations import BY_NAME
+
+    operation = BY_NAME[operation_name]
+    schema = operation.request.model_json_schema()["properties"]
+    positional = operation.cli.positional if operation.cli else ()
+    for name in positional:
+        info = operation.request.model_fields[name]
+        parser.add_argument(name, help=info.description)
+    for name, info in operation.request.model_fields.items():
+        if name in positional:
+            continue
+        annotation = _bare(info.annotation)
+        default = info.get_default(call_default_factory=True)
+        extra: dict[str, Any] = {"dest": name, "help": info.description}
+        if annotation is bool:
+            flag = f"--no-{name}" if default else f"--{name}"
+            action = "store_false" if default else "store_true"
+            parser.add_argument(flag.replace("_", "-"), action=action, **extra)
+            continue
+        choices = _choices(_item(annotation) if _is_list(annotation) else annotation)
+        if _is_list(annotation):
+            extra.update(action="append", default=None)
+        else:
+            extra.update(default=None, type=_scalar(annotation))
+        if choices:
+            extra.update(choices=choices, type=None)
+        else:
+            extra["metavar"] = _metavar(annotation, schema[name])
+        parser.add_argument(option_name(name, info.annotation), **extra)
+
+
+def request_fields(args: argparse.Namespace, operation_name: str) -> dict[str, Any]:
+    """The request's fields the command line gave (the model's defaults apply to the rest)."""
+    from noema.operations import BY_NAME
+
+    fields = BY_NAME[operation_name].request.model_fields
+    return {name: value for name in fields if (value := getattr(args, name, None)) is not None}
+
+
+def _bare(annotation: Any) -> Any:
+    """``annotation`` without ``None`` and ``Annotated``'s metadata."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _bare(typing.get_args(annotation)[0])
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return _bare(args[0])
+    return annotation
+
+
+def _is_list(annotation: Any) -> bool:
+    return typing.get_origin(_bare(annotation)) is list
+
+
+def _item(annotation: Any) -> Any:
+    return _bare(typing.get_args(_bare(annotation))[0])
+
+
+def _choices(annotation: Any) -> list[str] | None:
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(a) for a in typing.get_args(annotation)]
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    return None
+
+
+def _scalar(annotation: Any) -> Callable[[str], Any] | None:
+    return annotation if annotation in (int, float) else None
+
+
+def _metavar(annotation: Any, schema: dict[str, Any]) -> str:
+    """``ISO`` for a time, ``N`` for a whole number, ``X`` for a number, else ``TEXT``."""
+    if "date-time" in str(schema):
+        return "ISO"
+    return {int: "N", float: "X"}.get(annotation, "TEXT")
