@@ -10,7 +10,7 @@ from noema import serialize
 from noema.errors import NotFound
 from noema.operations import requests as q, results as r
 from noema.operations.fields import utc
-from noema.operations.spine import Cli, Operation, Route, face
+from noema.operations.spine import Operation, Route, face
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -153,7 +153,6 @@ OPERATIONS: tuple[Operation, ...] = (
         _remember,
         writes=True,
         route=Route("POST", "/memories", "memories", status=201),
-        cli=Cli(("remember",), positional=("content",)),
         description=(
             "A `key` (e.g. `user.home_city`) makes it a keyed fact: a new value supersedes "
             "the old one. `valid_from` is when it became true (RFC 3339). `world` is the path "
