@@ -69,8 +69,8 @@ def run(memories: int, runs: int) -> tuple[list[tuple[str, list[float]]], float]
                 {},
             ),
             (
-                "`noema recall --deep` (e5, lexical reranker)",
-                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--deep"],
+                "`noema recall --depth deep` (e5, lexical reranker)",
+                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--depth", "deep"],
                 {},
             ),
             (
