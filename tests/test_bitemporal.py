@@ -226,12 +226,11 @@ def test_the_console_script_records_its_own_time_whatever_at_says(
     assert written["valid_from"] == "2020-01-01T00:00:00.000000Z"
     assert written["recorded_at"] > "2020-01-02"  # the machine's clock at the write
     between = "2021-01-01T00:00:00Z"
-    assert noema("recall", "Ada moved", "--known-at", between, "--peek") == []
-    assert [r["id"] for r in noema("recall", "Ada moved", "--as-of", between, "--peek")] == [
-        written["id"]
-    ]
+    assert noema("recall", "Ada moved", "--known-at", between, "--peek")["results"] == []
+    valid = noema("recall", "Ada moved", "--as-of", between, "--peek")["results"]
+    assert [r["id"] for r in valid] == [written["id"]]
     known = noema("recall", "Ada moved", "--known-at", written["recorded_at"], "--peek")
-    assert [r["id"] for r in known] == [written["id"]]
+    assert [r["id"] for r in known["results"]] == [written["id"]]
 
 
 def test_a_remote_client_sets_valid_time_only(live: Live, clock: ManualClock) -> None:
