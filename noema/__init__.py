@@ -24,10 +24,10 @@ _EXPORTS: dict[str, str] = {
     "Clock": "noema.clock",
     "SystemClock": "noema.clock",
     "ManualClock": "noema.clock",
-    "DecayReport": "noema.memory.decay",
-    "VerifyReport": "noema.memory.verify",
-    "PurgePlan": "noema.memory.purge",
-    "PurgeReport": "noema.memory.purge",
+    "DecayReport": "noema.memory.upkeep.decay",
+    "VerifyReport": "noema.memory.upkeep.verify",
+    "PurgePlan": "noema.memory.upkeep.purge",
+    "PurgeReport": "noema.memory.upkeep.purge",
     "NoemaRetriever": "noema.integrations.langchain",
     "NoemaError": "noema.errors",
     "UsageError": "noema.errors",
@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     "Candidate": "concepts",
     "Process": "processes",
     "RunReport": "noema.runtime",
-    "ReflectReport": "noema.memory.consolidate",
+    "ReflectReport": "noema.memory.upkeep.consolidate",
     "ProcessContext": "workspace",
     "Percept": "workspace",
     "AttentionConfig": "workspace",
@@ -75,13 +75,13 @@ _EXPORTS: dict[str, str] = {
     "Reflect": "processes",
     "discover": "processes",
     "Discovered": "processes",
-    "MemoryReader": "noema.memory.reader",
-    "Checkpoint": "noema.memory.verify",
+    "MemoryReader": "noema.memory.recall.reader",
+    "Checkpoint": "noema.memory.upkeep.verify",
     "Lifecycle": "concepts",
     "ConfidenceTier": "concepts",
     "confidence_tier": "concepts",
-    "HealthReport": "noema.memory.health",
-    "Finding": "noema.memory.health",
+    "HealthReport": "noema.memory.knowledge.health",
+    "Finding": "noema.memory.knowledge.health",
     "WorldInfo": "concepts",
     "Peer": "concepts",
     "PeerUnavailable": "noema.errors",
@@ -210,12 +210,12 @@ if TYPE_CHECKING:
         UsageError,
     )
     from noema.integrations.langchain import NoemaRetriever
-    from noema.memory.consolidate import ReflectReport
-    from noema.memory.decay import DecayReport
-    from noema.memory.health import Finding, HealthReport
-    from noema.memory.purge import PurgePlan, PurgeReport
-    from noema.memory.reader import MemoryReader
-    from noema.memory.verify import Checkpoint, VerifyReport
+    from noema.memory.knowledge.health import Finding, HealthReport
+    from noema.memory.recall.reader import MemoryReader
+    from noema.memory.upkeep.consolidate import ReflectReport
+    from noema.memory.upkeep.decay import DecayReport
+    from noema.memory.upkeep.purge import PurgePlan, PurgeReport
+    from noema.memory.upkeep.verify import Checkpoint, VerifyReport
     from noema.mind import Mind
     from noema.runtime import RunReport
     from processes import Attend, Discovered, Process, Reflect, Retrieve, discover

@@ -60,13 +60,13 @@ from noema.clock import Clock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder
 from noema.errors import UsageError
-from noema.memory import consolidate as consolidation
-from noema.memory.decay import DecayReport
-from noema.memory.health import HealthReport
-from noema.memory.purge import PurgePlan, PurgeReport
-from noema.memory.rerank import Reranker
-from noema.memory.transfer import ExportData
-from noema.memory.verify import Checkpoint, VerifyReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.recall.rerank import Reranker
+from noema.memory.upkeep import consolidate as consolidation
+from noema.memory.upkeep.decay import DecayReport
+from noema.memory.upkeep.purge import PurgePlan, PurgeReport
+from noema.memory.upkeep.transfer import ExportData
+from noema.memory.upkeep.verify import Checkpoint, VerifyReport
 from noema.mind import Mind, Progress
 from noema.storage import Storage
 from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace

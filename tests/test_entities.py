@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from noema.memory import entities
-from noema.memory.entities import MAX_ENTITIES, extract_entities
+from noema.memory.language import entities
+from noema.memory.language.entities import MAX_ENTITIES, extract_entities
 
 PREFIXES = ("name:", "quote:", "code:", "date:")
 

@@ -15,8 +15,8 @@ import pytest
 from concepts import Relationship
 from noema import InvalidInput, ManualClock, Mind, MindConfig, Relation, RelationStatus
 from noema.ids import new_id
-from noema.memory import health
-from noema.memory.health import RULES, Finding, HealthReport
+from noema.memory.knowledge import health
+from noema.memory.knowledge.health import RULES, Finding, HealthReport
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]

@@ -123,7 +123,9 @@ def test_faces_reach_the_store_only_through_mind() -> None:
         for module in MODULES
         if _face_of(module)
         for name in _imports(MODULES[module], module)
-        if name.startswith(("noema.storage", "noema.memory.reconciler", "noema.memory.recall"))
+        if name.startswith(
+            ("noema.storage", "noema.memory.write.reconciler", "noema.memory.recall.pipeline")
+        )
     )
     assert reaching == []
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from timing import cpu_seconds, grows_linearly, loop_seconds
 
-from noema.memory import timeexpr
-from noema.memory.timeexpr import (
+from noema.memory.language import timeexpr
+from noema.memory.language.timeexpr import (
     TimeWindow,
     parse_query,
     resolve_mentions,

@@ -52,7 +52,7 @@ from concepts.models import (
 )
 from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME
 from noema._arguments import MAX_INT64
-from noema.memory.health import RULES
+from noema.memory.knowledge.health import RULES
 
 __all__ = [
     "BODY_MODELS",

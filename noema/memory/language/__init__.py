@@ -1,0 +1,8 @@
+"""The text analysis the write path and the read path share, with no storage in it.
+
+- ``terms``: stop words and the terms of a text or a query.
+- ``entities``: names, quoted strings, codes and identifiers found in a text.
+- ``timeexpr``: time expressions ("last week", "in March 2024") resolved to intervals.
+
+Imports only ``noema.memory.records`` (today: nothing of ``noema.memory`` at all).
+"""
