@@ -81,7 +81,7 @@ _EXPORTS: dict[str, str] = {
     "ConfidenceTier": "concepts",
     "confidence_tier": "concepts",
     "HealthReport": "noema.memory.knowledge.health",
-    "Finding": "noema.memory.knowledge.health",
+    "Finding": "noema.memory.knowledge.health_rule",
     "WorldInfo": "concepts",
     "Peer": "concepts",
     "PeerUnavailable": "noema.errors",
@@ -210,7 +210,8 @@ if TYPE_CHECKING:
         UsageError,
     )
     from noema.integrations.langchain import NoemaRetriever
-    from noema.memory.knowledge.health import Finding, HealthReport
+    from noema.memory.knowledge.health import HealthReport
+    from noema.memory.knowledge.health_rule import Finding
     from noema.memory.recall.reader import MemoryReader
     from noema.memory.upkeep.consolidate import ReflectReport
     from noema.memory.upkeep.decay import DecayReport

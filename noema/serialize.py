@@ -21,7 +21,8 @@ from concepts import ROOT_WORLD, Event, Memory, RecallResult, Relationship, Worl
 from concepts.episodes import EpisodeRecord, EpisodeStats
 from concepts.federation import Peer
 from noema.clock import iso
-from noema.memory.knowledge.health import Finding, HealthReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.knowledge.health_rule import Finding
 from noema.memory.recall.federation import trust_p10
 from noema.memory.recall.scoring import memory_tier, result_tier
 from noema.memory.upkeep.verify import VerifyReport
