@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "noema.clock",
     "ManualClock": "noema.clock",
     "DecayReport": "noema.memory.upkeep.decay",
-    "VerifyReport": "noema.memory.upkeep.verify",
+    "VerifyReport": "noema.memory.upkeep.verify_checks",
     "PurgePlan": "noema.memory.upkeep.purge",
     "PurgeReport": "noema.memory.upkeep.purge",
     "NoemaRetriever": "noema.integrations.langchain",
@@ -216,7 +216,8 @@ if TYPE_CHECKING:
     from noema.memory.upkeep.consolidate import ReflectReport
     from noema.memory.upkeep.decay import DecayReport
     from noema.memory.upkeep.purge import PurgePlan, PurgeReport
-    from noema.memory.upkeep.verify import Checkpoint, VerifyReport
+    from noema.memory.upkeep.verify import Checkpoint
+    from noema.memory.upkeep.verify_checks import VerifyReport
     from noema.mind import Mind
     from noema.runtime import RunReport
     from processes import Attend, Discovered, Process, Reflect, Retrieve, discover

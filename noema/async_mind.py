@@ -66,7 +66,8 @@ from noema.memory.upkeep import consolidate as consolidation
 from noema.memory.upkeep.decay import DecayReport
 from noema.memory.upkeep.purge import PurgePlan, PurgeReport
 from noema.memory.upkeep.transfer import ExportData
-from noema.memory.upkeep.verify import Checkpoint, VerifyReport
+from noema.memory.upkeep.verify import Checkpoint
+from noema.memory.upkeep.verify_checks import VerifyReport
 from noema.mind import Mind, Progress
 from noema.storage import Storage
 from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace

@@ -69,7 +69,8 @@ from noema.memory.upkeep.transfer import (
     parse_export,
     restore,
 )
-from noema.memory.upkeep.verify import Checkpoint, VerifyReport, checkpoint_of, verify_records
+from noema.memory.upkeep.verify import Checkpoint, checkpoint_of, verify_records
+from noema.memory.upkeep.verify_checks import VerifyReport
 from noema.memory.write.policy import apply_secret_policy, screen_name
 from noema.memory.write.worlds import Worlds
 from noema.storage import Storage, open_storage, ops

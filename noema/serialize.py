@@ -25,7 +25,7 @@ from noema.memory.knowledge.health import HealthReport
 from noema.memory.knowledge.health_rule import Finding
 from noema.memory.recall.federation import trust_p10
 from noema.memory.recall.scoring import memory_tier, result_tier
-from noema.memory.upkeep.verify import VerifyReport
+from noema.memory.upkeep.verify_checks import VerifyReport
 
 __all__ = [
     "episode_json",
