@@ -26,7 +26,8 @@ from functools import lru_cache
 from typing import Any
 
 from noema.memory.language.entities import extract_entities
-from noema.memory.language.timeexpr import TimeWindow, parse_query, resolve_mentions, window_overlap
+from noema.memory.language.timecalendar import TimeWindow
+from noema.memory.language.timeexpr import parse_query, resolve_mentions, window_overlap
 
 __all__ = [
     "MENTION_WEIGHT",
