@@ -50,18 +50,18 @@ run's check supersedes duplicates that slipped past it.
 
 ``consolidate(engine, ...)`` is the entry point; ``Mind.consolidate``, the
 ``reflect`` job and ``ProcessContext.consolidate`` (the reflect process) call it.
+
+What a run reads (the new episodes, their context and the summaries they
+refine) is ``consolidate_pool``; what a chat model is asked and how its answer is
+checked is ``consolidate_model``; the run and its writes are here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any
 
 from concepts import (
-    MAX_CONTENT_CHARS,
     Channel,
     Epistemic,
     Lifecycle,
@@ -69,23 +69,19 @@ from concepts import (
     Memory,
     MemoryInput,
     MemoryKind,
-    RecallFilters,
     Relation,
     Relationship,
     Status,
-    normalise_content,
 )
 from noema.errors import InvalidInput, NoemaError
 from noema.ids import content_hash
 from noema.memory.knowledge import episodes as task_episodes
-from noema.memory.recall.cooccurrence import CLUSTER_MIN_SIZE, dense_clusters
 from noema.memory.records.events import EventLog
 from noema.memory.upkeep.grouping import (
     DEFAULT_MIN_GROUP,
     DEFAULT_MIN_SHARED,
     GroupPlan,
     newer_first,
-    plan_group,
     plan_groups,
 )
 from noema.memory.write.worlds import load_tree
@@ -93,6 +89,18 @@ from noema.storage import ops
 
 if TYPE_CHECKING:
     from noema.memory.engine import Engine
+from noema.memory.upkeep.consolidate_model import _Asker, _asker, _checked, _messages
+from noema.memory.upkeep.consolidate_pool import (
+    REFINE_OVERLAP,
+    TAG,
+    _cluster_plans,
+    _derivations,
+    _is_summary,
+    _memories,
+    _Pool,
+    _read,
+    _sources,
+)
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -100,22 +108,18 @@ __all__ = [
     "DEFAULT_MIN_SHARED",
     "GROUP_KEY",
     "MODEL_SOURCE",
-    "REFINE_OVERLAP",
     "REWRITE_GROWTH",
     "RULE_SOURCE",
     "RUN_EVENT",
     "ReflectReport",
-    "Reflection",
     "consolidate",
 ]
 
+
 #: Most unconsolidated episodes one run reads (the newest ones).
 DEFAULT_LIMIT = 500
-#: Recent episodes looked at per unconsolidated episode wanted.
-SCAN_WINDOW = 4
-#: Share of a summary's episodes a new group must hold to refine that summary
-#: (and of the smaller summary's that two active summaries may share).
-REFINE_OVERLAP = 0.5
+
+
 #: A group that grew by less than this share of the episodes its summary was
 #: written from (and kept its kind) extends that summary, linked to the new
 #: episodes, instead of rewriting it: a topic that grows one episode at a time
@@ -123,18 +127,13 @@ REFINE_OVERLAP = 0.5
 REWRITE_GROWTH = 0.25
 #: Key prefix of a group's summary: the summary that refines it keeps the key.
 GROUP_KEY = "reflect.group."
-#: The tag of reflect's summaries.
-TAG = "reflection"
-#: Members shown to a chat model, each cut to ``MAX_MODEL_CHARS``.
-MAX_MODEL_MEMBERS = 50
-MAX_MODEL_CHARS = 1_000
+
+
 #: The event that opens a run; the memories it writes point at it as their origin.
 RUN_EVENT = "reflect.consolidation"
 #: Edge sources: the offline rules, and contradictions named by a chat model.
 RULE_SOURCE = "reflect"
 MODEL_SOURCE = "reflect.llm"
-
-_ID_CHUNK = 400
 
 
 # ---------------------------------------------------------------- the report
@@ -183,67 +182,6 @@ class _Outcome:
     skipped: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     extended: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Pool:
-    """What a run reads: the new episodes, the context, and reflect's active summaries.
-
-    Attributes:
-        fresh: the unconsolidated episodes (the newest ``limit``).
-        context: recent episodes that active summaries are derived from.
-        summaries: reflect's active summaries of those, with their episodes read.
-    """
-
-    fresh: list[Memory]
-    context: list[Memory]
-    summaries: dict[str, tuple[Memory, frozenset[str]]]
-
-    def refined(self, plan: GroupPlan) -> Memory | None:
-        """The active summary ``plan``'s group refines, if any (the most covered, then newest)."""
-        members = {m.id for m in plan.members}
-        best: tuple[float, Any, str] | None = None
-        for summary, sources in self.summaries.values():
-            overlap = len(sources & members) / len(sources)
-            rank = (overlap, summary.recorded_at, summary.id)
-            if overlap >= REFINE_OVERLAP and (best is None or rank > best):
-                best = rank
-        return None if best is None else self.summaries[best[2]][0]
-
-
-# ---------------------------------------------------------------- the model's schema
-
-
-class Reflection(BaseModel):
-    """What a chat model answers for one group of episodes."""
-
-    summary: str = Field(
-        description="One or two sentences stating what these episodes show together, "
-        "generalised, adding nothing they do not say."
-    )
-    kind: Literal["semantic", "procedural"] = Field(
-        description="'procedural' when the episodes describe how to do something "
-        "(steps, commands), otherwise 'semantic'."
-    )
-    contradictions: list[tuple[int, int]] = Field(
-        default_factory=list,
-        description="Pairs of episode numbers (as listed) that contradict each other.",
-    )
-
-
-_INSTRUCTIONS = (
-    "You consolidate an agent's episodic memories. You are given numbered episodes "
-    "(numbers start at 0) that share topics. Write a summary of one or two sentences "
-    "saying what they show together, in general terms, adding nothing they do not say; "
-    "say whether it is 'semantic' (knowledge) or 'procedural' (how to do something); "
-    "and list the pairs of episode numbers that contradict each other, if any."
-)
-_JSON_INSTRUCTIONS = (
-    ' Answer with one JSON object only: {"summary": "...", "kind": "semantic" or '
-    '"procedural", "contradictions": [[i, j], ...]}.'
-)
-
-_Asker = Callable[[list[tuple[str, str]]], Reflection]
 
 
 # ---------------------------------------------------------------- the run
@@ -339,126 +277,6 @@ def check_options(*, min_group: int, min_shared: int, limit: int) -> None:
         )
     if limit < 1:
         raise InvalidInput(f"limit: must be at least 1 episode, got {limit}", field="limit")
-
-
-def _read(engine: Engine, limit: int) -> _Pool:
-    """The newest ``limit`` unconsolidated episodes, and the context to refine summaries by.
-
-    An episode is consolidated when a semantic or procedural memory is
-    ``derived_from`` it, whatever that memory's status, except one of
-    reflect's summaries that another superseded: an episode that only such a
-    summary covered (its group was refined without it, or a concurrent run's
-    summary won) is new again, and the next run groups it. The context is the
-    consolidated episodes among the recent ones (at most ``limit``) that
-    reflect's active summaries are derived from.
-    """
-    mind_id = engine.mind.id
-    with engine.storage.transaction(write=False) as session:
-        recent = session.run(
-            ops.ScanMemories(
-                mind_id,
-                RecallFilters(kinds=(MemoryKind.EPISODIC,)),
-                order="recent",
-                limit=limit * SCAN_WINDOW,
-            )
-        )
-        derived = _sources(session, mind_id, [m.id for m in recent])
-        consolidated: set[str] = set()
-        summaries: dict[str, tuple[Memory, frozenset[str]]] = {}
-        for source in _memories(session, mind_id, sorted(derived)):
-            if source.kind not in (MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL):
-                continue
-            if _by_reflect(source) and source.status == Status.SUPERSEDED:
-                continue
-            consolidated |= derived[source.id]
-            if _is_summary(source):
-                summaries[source.id] = (source, frozenset(derived[source.id]))
-    recent = [m for m in recent if not task_episodes.is_episode(m)]  # distilled on their own
-    covered = {i for _, episodes in summaries.values() for i in episodes}
-    context = [m for m in recent if m.id in covered][:limit]
-    read = {m.id for m in context}
-    return _Pool(
-        fresh=[m for m in recent if m.id not in consolidated][:limit],
-        context=context,
-        summaries={
-            i: (summary, episodes & read)
-            for i, (summary, episodes) in summaries.items()
-            if episodes & read
-        },
-    )
-
-
-def _cluster_plans(engine: Engine, plans: list[GroupPlan]) -> list[GroupPlan]:
-    """Dense co-occurrence clusters not distilled yet: one more plan each.
-
-    A cluster (``dense_clusters``: memories recalled together often) is left
-    out when half of it is already in a keyword group of this run, or when a
-    memory is already derived from half of it.
-    """
-    mind_id = engine.mind.id
-    planned = [{m.id for m in plan.members} for plan in plans]
-    found: list[GroupPlan] = []
-    with engine.storage.transaction(write=False) as session:
-        clusters = dense_clusters(
-            session, mind_id, engine.clock.now(), engine.config.cooccurrence_half_life_days
-        )
-        for cluster in clusters:
-            half = len(cluster) / 2
-            if any(len(group.intersection(cluster)) >= half for group in planned):
-                continue
-            if any(len(held) >= half for held in _sources(session, mind_id, cluster).values()):
-                continue
-            members = [
-                m
-                for m in _memories(session, mind_id, cluster)
-                if m.status == Status.ACTIVE and not _by_reflect(m)
-            ]
-            if len(members) >= CLUSTER_MIN_SIZE:
-                found.append(plan_group(members))
-                planned.append({m.id for m in members})
-    return found
-
-
-def _by_reflect(memory: Memory) -> bool:
-    """A semantic or procedural memory that reflect wrote."""
-    return (
-        memory.kind in (MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL)
-        and memory.channel == Channel.SYSTEM
-        and TAG in memory.tags
-    )
-
-
-def _is_summary(memory: Memory) -> bool:
-    """An active memory that reflect wrote (and may therefore refine or supersede)."""
-    return memory.status == Status.ACTIVE and _by_reflect(memory)
-
-
-def _derivations(session: Any, mind_id: str, ids: list[str]) -> list[Relationship]:
-    """The ``derived_from`` edges with an end among ``ids``, read in chunks."""
-    edges: list[Relationship] = []
-    for start in range(0, len(ids), _ID_CHUNK):
-        chunk = ids[start : start + _ID_CHUNK]
-        edges += session.run(
-            ops.FindRelationships(mind_id, memory_ids=chunk, relations=[Relation.DERIVED_FROM])
-        )
-    return edges
-
-
-def _sources(session: Any, mind_id: str, episode_ids: list[str]) -> dict[str, set[str]]:
-    """Per memory derived from some of ``episode_ids``: which of them."""
-    wanted = set(episode_ids)
-    derived: dict[str, set[str]] = {}
-    for edge in _derivations(session, mind_id, episode_ids):
-        if edge.dst in wanted:
-            derived.setdefault(edge.src, set()).add(edge.dst)
-    return derived
-
-
-def _memories(session: Any, mind_id: str, ids: list[str]) -> list[Memory]:
-    found: list[Memory] = []
-    for start in range(0, len(ids), _ID_CHUNK):
-        found += session.run(ops.GetMemories(mind_id, ids[start : start + _ID_CHUNK]))
-    return found
 
 
 def _log_run(engine: Engine, scanned: int, groups: int, chat_model: Any) -> str:
@@ -664,60 +482,3 @@ def _sources_of(session: Any, mind_id: str, memory_ids: list[str]) -> dict[str, 
         if edge.src in wanted:
             found.setdefault(edge.src, set()).add(edge.dst)
     return found
-
-
-def _messages(plan: GroupPlan) -> list[tuple[str, str]]:
-    lines = [
-        f"[{index}] ({member.valid_from.isoformat()}) {member.content[:MAX_MODEL_CHARS]}"
-        for index, member in enumerate(plan.members[:MAX_MODEL_MEMBERS])
-    ]
-    return [("system", _INSTRUCTIONS), ("human", "Episodes:\n" + "\n".join(lines))]
-
-
-def _asker(model: Any) -> _Asker:
-    """How to ask ``model`` for a ``Reflection``.
-
-    Structured output when the model has it, otherwise JSON read from the text
-    of its reply.
-    """
-    try:
-        structured = model.with_structured_output(Reflection)
-    except Exception:  # NotImplementedError for models without tool calling
-        structured = None
-
-    def ask(messages: list[tuple[str, str]]) -> Reflection:
-        if structured is not None:
-            answer = structured.invoke(messages)
-            if isinstance(answer, Reflection):
-                return answer
-            return Reflection.model_validate(answer)
-        system, human = messages[0][1], messages[1][1]
-        reply = model.invoke([("system", system + _JSON_INSTRUCTIONS), ("human", human)])
-        text = _text(reply.content)
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end < start:
-            raise ValueError(f"the model's reply holds no JSON object: {text[:80]!r}")
-        return Reflection.model_validate_json(text[start : end + 1])
-
-    return ask
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = [p if isinstance(p, str) else str(p.get("text", "")) for p in content]
-    return "".join(parts)
-
-
-def _checked(reflection: Reflection, members: int) -> Reflection:
-    """The model's answer, refused unless it can be written as it is."""
-    summary = normalise_content(reflection.summary)
-    if not summary:
-        raise ValueError("the model's summary is empty")
-    if len(summary) > MAX_CONTENT_CHARS:
-        raise ValueError(f"the model's summary is longer than {MAX_CONTENT_CHARS} characters")
-    shown = min(members, MAX_MODEL_MEMBERS)
-    for i, j in reflection.contradictions:
-        if not (0 <= i < shown and 0 <= j < shown) or i == j:
-            raise ValueError(f"the model named a contradiction between unknown episodes {i}, {j}")
-    return reflection.model_copy(update={"summary": summary})
