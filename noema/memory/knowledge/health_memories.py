@@ -32,7 +32,7 @@ from noema.memory.knowledge.health_rule import (
     _stale,
 )
 from noema.memory.recall import cooccurrence
-from noema.memory.write.reconciler import PRIOR_STRENGTH
+from noema.memory.write.memories import PRIOR_STRENGTH
 from noema.storage import ops
 
 __all__ = [

@@ -15,8 +15,8 @@ from concepts import EventKind, RecallResult
 from noema.config import MindConfig
 from noema.memory.recall import cooccurrence
 from noema.memory.records.events import EventLog
+from noema.memory.write.memories import reinforcement
 from noema.memory.write.policy import loggable
-from noema.memory.write.reconciler import reinforcement
 from noema.storage import Session, ops
 
 __all__ = ["reinforce_results"]

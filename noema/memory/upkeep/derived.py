@@ -15,7 +15,8 @@ from collections.abc import Callable
 from noema.errors import ConfigError
 from noema.memory.engine import Engine
 from noema.memory.write.composed import compose, rebuild
-from noema.memory.write.reconciler import entity_refs, memory_keys
+from noema.memory.write.keys import memory_keys
+from noema.memory.write.pending import entity_refs
 from noema.storage import ops
 
 __all__ = ["BackgroundEmbedding", "Progress", "embed_missing", "rebuild_world_vectors", "reindex"]

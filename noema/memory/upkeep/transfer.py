@@ -40,8 +40,8 @@ from noema.errors import InvalidInput, PolicyViolation, UsageError, from_validat
 from noema.jsonl import json_object
 from noema.memory.records.audit import canonical, event_record
 from noema.memory.upkeep.verify import verify_records
+from noema.memory.write.pending import entity_refs
 from noema.memory.write.policy import secret_kinds, value_kinds
-from noema.memory.write.reconciler import entity_refs
 from noema.memory.write.worlds import load_tree
 from noema.storage import Session, Storage, ops
 

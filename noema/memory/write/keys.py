@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from concepts import Memory
 from noema.memory.language.entities import extract_entities
 from noema.memory.language.timeexpr import resolve_mentions
 
@@ -79,3 +80,15 @@ def _day_keys(day: date) -> tuple[str, ...]:
 def _day_like(window: Any) -> bool:
     """A window short enough to name a day of its own (a day or a week)."""
     return bool(window.granularity in ("day", "week"))
+
+
+def memory_keys(memory: Memory) -> str:
+    """The expanded keys a stored memory should have (``noema.memory.write.keys``)."""
+    return expand_keys(
+        memory.content,
+        memory.valid_from,
+        summary=memory.summary,
+        key=memory.key,
+        tags=memory.tags,
+        payload=memory.payload,
+    )
