@@ -2,7 +2,9 @@
 
 - ``terms``: stop words and the terms of a text or a query.
 - ``entities``: names, quoted strings, codes and identifiers found in a text.
-- ``timeexpr``: time expressions ("last week", "in March 2024") resolved to intervals.
+- ``timeexpr``: time expressions ("last week", "in March 2024") resolved to windows;
+  ``timecalendar`` (windows, the calendar, one resolver per kind of expression) and
+  ``timegrammar`` (the rules and the scan that finds them) are its parts.
 
-Imports only ``noema.memory.records`` (today: nothing of ``noema.memory`` at all).
+May import ``records``; today it imports nothing of ``noema.memory`` at all.
 """
