@@ -106,13 +106,10 @@ from noema.memory.knowledge.health_rule import (
 from noema.memory.write.worlds import load_tree
 from noema.storage import Storage
 
-__all__ = [
-    "RULES",
-    "HealthReport",
-    "health_report",
-]
+__all__ = ["RULES", "HealthReport", "health_report"]
 
 
+#: The rules, in the order a report lists their findings.
 RULES = (
     "confidence_decline",
     "unresolved_contradiction",

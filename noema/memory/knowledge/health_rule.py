@@ -31,12 +31,7 @@ from noema.config import MindConfig
 from noema.memory.recall.scoring import confidence_fade
 from noema.storage import Session, ops
 
-__all__ = [
-    "MAX_IDS",
-    "PAGE",
-    "Finding",
-    "Severity",
-]
+__all__ = ["MAX_IDS", "PAGE", "Finding", "Severity"]
 
 
 #: Memories, edges or ids read per storage call.

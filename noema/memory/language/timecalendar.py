@@ -16,11 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
-__all__ = [
-    "RECENT_DAYS",
-    "Granularity",
-    "TimeWindow",
-]
+__all__ = ["RECENT_DAYS", "Granularity", "TimeWindow"]
 
 
 Granularity = Literal["day", "week", "month", "season", "year", "range"]

@@ -25,11 +25,7 @@ from noema.memory.upkeep.grouping import (
 if TYPE_CHECKING:
     pass
 
-__all__ = [
-    "MAX_MODEL_CHARS",
-    "MAX_MODEL_MEMBERS",
-    "Reflection",
-]
+__all__ = ["MAX_MODEL_CHARS", "MAX_MODEL_MEMBERS", "Reflection"]
 
 
 #: Members shown to a chat model, each cut to ``MAX_MODEL_CHARS``.

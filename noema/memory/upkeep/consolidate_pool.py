@@ -34,11 +34,7 @@ from noema.storage import ops
 if TYPE_CHECKING:
     from noema.memory.engine import Engine
 
-__all__ = [
-    "REFINE_OVERLAP",
-    "SCAN_WINDOW",
-    "TAG",
-]
+__all__ = ["REFINE_OVERLAP", "SCAN_WINDOW", "TAG"]
 
 
 #: Recent episodes looked at per unconsolidated episode wanted.

@@ -60,11 +60,7 @@ from noema.memory.upkeep.verify_replay import (
 )
 from noema.storage.ops import StoredRows
 
-__all__ = [
-    "Checkpoint",
-    "checkpoint_of",
-    "verify_records",
-]
+__all__ = ["Checkpoint", "checkpoint_of", "verify_records"]
 
 
 @dataclass(frozen=True)

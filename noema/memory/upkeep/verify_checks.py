@@ -29,11 +29,10 @@ from noema.memory.upkeep.verify_replay import (
 )
 from noema.storage.ops import HistorySpan, StoredRows
 
-__all__ = [
-    "VerifyReport",
-]
+__all__ = ["VerifyReport"]
 
 
+#: Activation is replayed through decay runs in floating point: equal to this.
 _ACTIVATION_TOLERANCE = 1e-9
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)

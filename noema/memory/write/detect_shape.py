@@ -21,11 +21,7 @@ from concepts import Memory
 from noema.memory.language.entities import CALENDAR_WORDS, COMMON_WORDS, extract_entities
 from noema.memory.language.terms import STOPWORDS
 
-__all__ = [
-    "MAX_SCAN_CHARS",
-    "MAX_SENTENCES",
-    "NAME_CUES",
-]
+__all__ = ["MAX_SCAN_CHARS", "MAX_SENTENCES", "NAME_CUES"]
 
 
 #: Parsed contents kept between writes.

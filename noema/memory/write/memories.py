@@ -35,12 +35,7 @@ from noema.memory.records.audit import created_payload
 from noema.memory.records.events import EventLog
 from noema.memory.write.keys import expand_keys
 
-__all__ = [
-    "PRIOR_STRENGTH",
-    "initial_lifecycle",
-    "new_memory",
-    "reinforcement",
-]
+__all__ = ["PRIOR_STRENGTH", "initial_lifecycle", "new_memory", "reinforcement"]
 
 
 #: Prior strength of the Beta confidence posterior: Beta(5, 5) has strength 10.

@@ -26,9 +26,7 @@ from noema.memory.language.entities import extract_entities
 from noema.memory.records.events import EventLog
 from noema.storage import Session, ops
 
-__all__ = [
-    "entity_refs",
-]
+__all__ = ["entity_refs"]
 
 
 @dataclass

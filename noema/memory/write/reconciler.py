@@ -50,9 +50,7 @@ from noema.memory.write.policy import apply_secret_policy, screen_name, screen_t
 from noema.memory.write.worlds import load_tree, resolve_worlds
 from noema.storage import Session, Storage, ops
 
-__all__ = [
-    "Reconciler",
-]
+__all__ = ["Reconciler"]
 
 
 class Reconciler:
