@@ -424,7 +424,12 @@ def cli_query_cases(count: int, seed: int) -> list[CliCase]:
     cases = []
     for query, strict in draw(st.tuples(suite.any_query, st.booleans()), count, seed):
         valid = suite._is_valid_text(query) and len(query) <= MAX_QUERY_CHARS
-        argv: list[str | Slot] = ["recall", "--peek", "--json", *(["--mode", "strict"] if strict else [])]
+        argv: list[str | Slot] = [
+            "recall",
+            "--peek",
+            "--json",
+            *(["--mode", "strict"] if strict else []),
+        ]
         cases.append(
             CliCase(
                 "recall QUERY",

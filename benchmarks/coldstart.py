@@ -70,7 +70,17 @@ def run(memories: int, runs: int) -> tuple[list[tuple[str, list[float]]], float]
             ),
             (
                 "`noema recall --depth deep` (e5, lexical reranker)",
-                [_noema(), "--db", url, "--mind", "cold", "recall", "release notes", "--depth", "deep"],
+                [
+                    _noema(),
+                    "--db",
+                    url,
+                    "--mind",
+                    "cold",
+                    "recall",
+                    "release notes",
+                    "--depth",
+                    "deep",
+                ],
                 {},
             ),
             (

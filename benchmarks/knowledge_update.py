@@ -10,7 +10,7 @@ shapes about other subjects that never changed. Each fact is asked about with a
 question in other words. A question is right when the newer memory ranks above
 the older (both in the top 10, or the newer alone); ``newer@1`` counts the newer
 at rank 1. The same mind is asked with ``newer_wins`` off (the rule of
-``noema.memory.recall.newer_first`` left out) and on. The templates, names and
+``noema.memory.recall.pipeline.newer_first`` left out) and on. The templates, names and
 values are generated from a fixed seed; none is drawn from LoCoMo.
 """
 

@@ -82,7 +82,7 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
     from concepts import MemoryInput, RecallQuery
     from noema import Mind
     from noema.clock import ManualClock
-    from noema.memory.recall import Recaller
+    from noema.memory.recall.pipeline import Recaller
 
     rows: list[tuple[int, int, list[dict[str, float]], list[int], int, list[str], str]] = []
     started = time.perf_counter()
@@ -192,7 +192,7 @@ def rerank_signals(pools: Pools, weights: np.ndarray, rows: np.ndarray, pool: in
     candidates under ``weights`` (0 elsewhere), from the built-in reranker."""
     from types import SimpleNamespace
 
-    from noema.memory.rerank import LexicalReranker, spread
+    from noema.memory.recall.rerank import LexicalReranker, spread
 
     reranker = LexicalReranker()
     out = np.zeros((len(rows), pools.signals.shape[1]), dtype=np.float32)

@@ -460,7 +460,7 @@ def measure(
     Returns:
         The first run's scores, the median times, and the incremental run's figures.
     """
-    from noema.memory.grouping import plan_groups
+    from noema.memory.upkeep.grouping import plan_groups
 
     now = max(at for _, at in episodes) + timedelta(minutes=1)
     source = workdir / "written.db"

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from noema.memory.secrets import find_secrets
+    from noema.memory.write.secrets import find_secrets
 
     samples = json.loads(args.data.read_text(encoding="utf-8"))
     scanned = flagged = 0

@@ -48,7 +48,7 @@ TARGET_SIZE, TARGET_P95_MS, TARGET_DEEP_P95_MS = 100_000, 15.0, 300.0
 def _recall_times(
     mind: Any, queries: list[str], vectors: list[Any], peek: bool, depth: str = "fast"
 ) -> list[float]:
-    from noema.memory.reader import recall_query
+    from noema.memory.recall.reader import recall_query
 
     times = []
     for query, vector in zip(queries, vectors, strict=True):
@@ -65,11 +65,11 @@ STAGES = ("understand", "text+keys", "vector", "graph", "score", "rank")
 
 def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, list[float]]:
     """Each stage of ``Recaller.candidates`` and ``rank`` timed apart, in ms (peek)."""
-    from noema.memory.lanes import graph_lane, text_lane, vector_lane, vector_search
-    from noema.memory.query import understand
-    from noema.memory.reader import recall_query
-    from noema.memory.recall import _recall_filters, candidate_pool
-    from noema.memory.scoring import score
+    from noema.memory.recall.lanes import graph_lane, text_lane, vector_lane, vector_search
+    from noema.memory.recall.pipeline import _recall_filters, candidate_pool
+    from noema.memory.recall.query import understand
+    from noema.memory.recall.reader import recall_query
+    from noema.memory.recall.scoring import score
 
     recaller = mind._recaller
     assert mind.embedder is not None

@@ -39,7 +39,7 @@ VERBS = ["mentioned", "fixed", "asked about", "planned", "reviewed", "moved", "b
 
 def _words(rng: random.Random) -> list[str]:
     """English-like ranks: the head of a Zipf vocabulary is function words, as in real text."""
-    from noema.memory.recall import STOPWORDS
+    from noema.memory.recall.pipeline import STOPWORDS
 
     letters = "abcdefghijklmnopqrstuvwxyz"
     head = sorted(STOPWORDS)
@@ -81,7 +81,7 @@ def synthetic_queries(seed: int = SEED, draw: int = 1) -> list[str]:
     ``draw``: another draw of questions over the same vocabulary (the benchmarks
     time the first; another warms a store's caches without answering these).
     """
-    from noema.memory.recall import STOPWORDS
+    from noema.memory.recall.pipeline import STOPWORDS
 
     rng = random.Random(seed)
     words, weights = _words(rng), _zipf_weights()

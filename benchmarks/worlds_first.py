@@ -8,7 +8,7 @@ conversation, every turn one episodic observation at its session's time, the
 question text as the query, ``peek=True``, recall@k of the gold evidence turns),
 with one change: every turn is remembered into the world
 ``<sample_id>/session_<n>`` of its session, so each session keeps a composed
-embedding (``noema.memory.composed``).
+embedding (``noema.memory.write.composed``).
 
 Modes (``MODES``) are the default weighted recall, ``flat`` or ``worlds-first``
 with the mean or attention pooling and a number of worlds. Each query is
@@ -109,7 +109,7 @@ class Tally:
 
 
 def _pooling_labels() -> list[tuple[str, str, float]]:
-    from noema.memory.composed import ATTENTION_TEMPERATURE
+    from noema.memory.write.composed import ATTENTION_TEMPERATURE
 
     labels = [("mean", "mean", ATTENTION_TEMPERATURE)]
     for tau in TEMPERATURES:
@@ -129,9 +129,9 @@ def run(
     from noema import Mind
     from noema.clock import ManualClock
     from noema.config import MindConfig
-    from noema.memory.composed import best_worlds
-    from noema.memory.recall import Recaller
-    from noema.memory.worlds import load_tree
+    from noema.memory.recall.pipeline import Recaller
+    from noema.memory.write.composed import best_worlds
+    from noema.memory.write.worlds import load_tree
 
     tally = Tally(
         outcomes={m: [] for m in modes},
@@ -246,7 +246,7 @@ def _ms(values: Sequence[float], q: float) -> float:
 
 
 def render(tally: Tally, modes: Sequence[str], command: str, embedder: str) -> str:
-    from noema.memory.composed import ATTENTION_TEMPERATURE, SHORTLIST_FACTOR
+    from noema.memory.write.composed import ATTENTION_TEMPERATURE, SHORTLIST_FACTOR
 
     c = tally.counts
     groups = [g for g in GROUPS if g != "1-4"]

@@ -3,7 +3,7 @@
 A mind may subscribe to another mind of the same store or of another store
 (by URL); its recall then asks that peer too, read-only, and discounts what the
 peer returns by how far the mind trusts it: a Beta posterior per peer, prior
-Beta(5, 5), moved by feedback on the peer's results (``noema.memory.federation``
+Beta(5, 5), moved by feedback on the peer's results (``noema.memory.recall.federation``
 holds the arithmetic).
 """
 

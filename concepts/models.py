@@ -413,7 +413,7 @@ class RecallFilters(BaseModel):
           without feedback has mean 0);
         - it belongs to one of ``worlds``, when set;
         - with ``known_at``, it was recorded by then (the caller passes the memory
-          as it stood then: ``noema.memory.history``);
+          as it stood then: ``noema.memory.recall.history``);
         - with ``as_of``, it was valid then: ``valid_from <= as_of`` and
           ``valid_to`` is unset or later than ``as_of``.
 

@@ -82,27 +82,17 @@ if TYPE_CHECKING:
     from noema.integrations.langchain import (
         NoemaRetriever as NoemaRetriever,
     )
-    from noema.memory.consolidate import (
-        ReflectReport as ReflectReport,
-    )
-    from noema.memory.decay import (
-        DecayReport as DecayReport,
-    )
-    from noema.memory.health import (
-        Finding as Finding,
-        HealthReport as HealthReport,
-    )
-    from noema.memory.purge import (
+    from noema.memory.knowledge.health import HealthReport as HealthReport
+    from noema.memory.knowledge.health_rule import Finding as Finding
+    from noema.memory.recall.reader import MemoryReader as MemoryReader
+    from noema.memory.upkeep.consolidate import ReflectReport as ReflectReport
+    from noema.memory.upkeep.decay import DecayReport as DecayReport
+    from noema.memory.upkeep.purge import (
         PurgePlan as PurgePlan,
         PurgeReport as PurgeReport,
     )
-    from noema.memory.reader import (
-        MemoryReader as MemoryReader,
-    )
-    from noema.memory.verify import (
-        Checkpoint as Checkpoint,
-        VerifyReport as VerifyReport,
-    )
+    from noema.memory.upkeep.verify import Checkpoint as Checkpoint
+    from noema.memory.upkeep.verify_checks import VerifyReport as VerifyReport
     from noema.mind import (
         Mind as Mind,
     )

@@ -30,7 +30,7 @@ __all__ = [
 DEFAULT_MIND = "default"
 #: The best installed embedder: e5 in the base install (noema.embeddings).
 DEFAULT_EMBEDDER = "auto"
-#: The best installed reranker for deep recall (noema.memory.rerank).
+#: The best installed reranker for deep recall (noema.memory.recall.rerank).
 DEFAULT_RERANKER = "auto"
 DEFAULT_MIN_CONFIDENCE = 0.5
 DEFAULT_HALF_LIFE_DAYS = 14.0
@@ -77,9 +77,9 @@ class RecallWeights(BaseModel):
     dated: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
     #: The lifecycle's signal (verified 1.0, active 0.8, candidate 0.5, stale 0.0).
     status: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
-    #: Co-occurrence with the query's other strong results (``noema.memory.cooccurrence``).
+    #: Co-occurrence with the query's other strong results (``noema.memory.recall.cooccurrence``).
     cooccurrence: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
-    #: The same-world bonus inside a world (``noema.memory.worlds``): its own memories get
+    #: The same-world bonus inside a world (``noema.memory.write.worlds``): its own memories get
     #: all of it, its descendants' half; added only when a recall names a world.
     world: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
 
@@ -198,7 +198,7 @@ class MindConfig(BaseModel):
     reinforce_gain: float = Field(default=DEFAULT_REINFORCE_GAIN, ge=0.0, le=1.0)
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
     #: Stage write-time detection's proposals (supersedes, contradicts, same_as)
-    #: for writes of up to 64 new memories (``noema.memory.detect``).
+    #: for writes of up to 64 new memories (``noema.memory.write.detect``).
     detect_on_write: bool = True
     #: Co-occurrence weights halve in this many days from their last update.
     cooccurrence_half_life_days: float = Field(default=30.0, gt=0)
@@ -206,7 +206,7 @@ class MindConfig(BaseModel):
     #: faded confidence.
     stale_confidence: float = Field(default=STALE_CONFIDENCE, ge=0.0, le=1.0)
     #: ``worlds-first`` recall looks inside this many best worlds
-    #: (``noema.memory.composed``).
+    #: (``noema.memory.write.composed``).
     worlds_first_limit: int = Field(default=DEFAULT_WORLDS_FIRST_LIMIT, ge=1, le=10_000)
     #: How ``worlds-first`` scores a world: the cosine with its ``mean`` vector, or
     #: with its members pooled by ``attention`` to the query (measured on LoCoMo).

@@ -49,16 +49,16 @@ from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
 from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
-from noema.memory import consolidate as consolidation, episodes as task_episodes, upkeep
-from noema.memory.decay import DecayReport, run_decay
 from noema.memory.engine import Engine
-from noema.memory.federation import Federation
-from noema.memory.health import HealthReport, health_report
-from noema.memory.policy import apply_secret_policy, screen_name
-from noema.memory.purge import PurgePlan, PurgeReport, plan_purge, purge
-from noema.memory.reader import recall_query
-from noema.memory.rerank import Reranker, as_reranker, load_reranker
-from noema.memory.transfer import (
+from noema.memory.knowledge import episodes as task_episodes
+from noema.memory.knowledge.health import HealthReport, health_report
+from noema.memory.recall.federation import Federation
+from noema.memory.recall.reader import recall_query
+from noema.memory.recall.rerank import Reranker, as_reranker, load_reranker
+from noema.memory.upkeep import consolidate as consolidation, derived as upkeep
+from noema.memory.upkeep.decay import DecayReport, run_decay
+from noema.memory.upkeep.purge import PurgePlan, PurgeReport, plan_purge, purge
+from noema.memory.upkeep.transfer import (
     ExportData,
     export_lines,
     iter_audit,
@@ -68,8 +68,10 @@ from noema.memory.transfer import (
     parse_export,
     restore,
 )
-from noema.memory.verify import Checkpoint, VerifyReport, checkpoint_of, verify_records
-from noema.memory.worlds import Worlds
+from noema.memory.upkeep.verify import Checkpoint, checkpoint_of, verify_records
+from noema.memory.upkeep.verify_checks import VerifyReport
+from noema.memory.write.policy import apply_secret_policy, screen_name
+from noema.memory.write.worlds import Worlds
 from noema.storage import Storage, open_storage, ops
 from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
 
@@ -723,12 +725,12 @@ class Mind:
     ) -> HealthReport:
         """Run the health rules over the mind: what to review, merge, refresh or add.
 
-        Deterministic rules (``noema.memory.health``, no model): declining
+        Deterministic rules (``noema.memory.knowledge.health``, no model): declining
         confidence, unresolved contradictions, stale clusters, duplicates,
         coverage gaps, popular but unexamined memories, orphaned derived ones.
 
         Args:
-            rules: Names of the rules to run (``noema.memory.health.RULES``);
+            rules: Names of the rules to run (``noema.memory.knowledge.health.RULES``);
                 ``None`` runs them all.
             limit: Most findings per rule.
             world: Only this world and its descendants (a path; ``None``: all).
@@ -1263,7 +1265,7 @@ class Mind:
         """Restore an export into this mind, which must be empty; all or nothing.
 
         ``source`` is the export's lines (a file or any iterable), or an
-        ``ExportData`` already checked with ``noema.memory.transfer.parse_export``.
+        ``ExportData`` already checked with ``noema.memory.upkeep.transfer.parse_export``.
         """
         if isinstance(source, ExportData):
             return restore(self.storage, self.info, source)

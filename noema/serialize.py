@@ -21,10 +21,11 @@ from concepts import ROOT_WORLD, Event, Memory, RecallResult, Relationship, Worl
 from concepts.episodes import EpisodeRecord, EpisodeStats
 from concepts.federation import Peer
 from noema.clock import iso
-from noema.memory.federation import trust_p10
-from noema.memory.health import Finding, HealthReport
-from noema.memory.scoring import memory_tier, result_tier
-from noema.memory.verify import VerifyReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.knowledge.health_rule import Finding
+from noema.memory.recall.federation import trust_p10
+from noema.memory.recall.scoring import memory_tier, result_tier
+from noema.memory.upkeep.verify_checks import VerifyReport
 
 __all__ = [
     "episode_json",

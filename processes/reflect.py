@@ -3,7 +3,7 @@
 The work itself (grouping related episodes, writing semantic and procedural
 memories with ``derived_from`` edges, refining the summary of a group that new
 episodes joined, flagging contradictions, proposing merges, asking a chat model
-when the mind runs with one) is ``noema.memory.consolidate``'s; this process
+when the mind runs with one) is ``noema.memory.upkeep.consolidate``'s; this process
 decides when to run it and makes its results compete for attention. The same
 consolidation runs as the ``reflect`` background job and as ``Mind.consolidate``;
 running them side by side still leaves one active summary per group.
@@ -17,8 +17,8 @@ from concurrent.futures import Future
 
 from concepts import Candidate, Memory
 from noema.errors import InvalidInput
-from noema.memory.consolidate import DEFAULT_LIMIT, ReflectReport, check_options
-from noema.memory.grouping import DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED, prepare
+from noema.memory.upkeep.consolidate import DEFAULT_LIMIT, ReflectReport, check_options
+from noema.memory.upkeep.grouping import DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED, prepare
 from processes.base import Process
 from workspace import ProcessContext
 

@@ -29,7 +29,7 @@ from concepts import EventKind, Status
 from noema import ManualClock, Mind
 from noema.clock import iso
 from noema.errors import NotFound
-from noema.memory.activation import recency
+from noema.memory.records.activation import recency
 from tui.data import MindData
 
 DAY = timedelta(days=1)

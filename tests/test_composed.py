@@ -1,4 +1,5 @@
-"""Composed world embeddings (noema.memory.composed) and worlds-first recall, on every backend.
+"""Composed world embeddings (noema.memory.write.composed) and worlds-first recall, on every
+backend.
 
 The world sums must equal, at every step, the sum recomputed from the stored
 vectors: after inline and background embedding, re-embedding, purge and rebuild.
@@ -15,8 +16,8 @@ from langchain_core.embeddings import Embeddings
 from concepts import Memory, MemoryInput, RecallFilters, RecallQuery
 from noema import Mind
 from noema.config import MindConfig
-from noema.memory.composed import best_worlds, compose, rebuild, worlds_first
-from noema.memory.worlds import load_tree
+from noema.memory.write.composed import best_worlds, compose, rebuild, worlds_first
+from noema.memory.write.worlds import load_tree
 from noema.storage import ops
 
 Sums = dict[str, tuple[np.ndarray, int]]

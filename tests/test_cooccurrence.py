@@ -10,7 +10,7 @@ import pytest
 from concepts import Relation, score_reproduces
 from noema import Mind
 from noema.clock import ManualClock
-from noema.memory import cooccurrence
+from noema.memory.recall import cooccurrence
 from noema.storage import ops
 
 

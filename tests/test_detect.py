@@ -26,8 +26,9 @@ import pytest
 from benchmarks.detect import detected, load_pairs, score
 from noema import ManualClock, MemoryInput, MemoryKind, Mind, Relation
 from noema.ids import content_hash
-from noema.memory.detect import DEFAULT_LIMIT, VECTOR_THRESHOLD, Proposal, detect
-from noema.memory.events import EventLog
+from noema.memory.records.events import EventLog
+from noema.memory.write.detect import DEFAULT_LIMIT, detect
+from noema.memory.write.detect_pairs import VECTOR_THRESHOLD, Proposal
 from noema.storage import ops
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

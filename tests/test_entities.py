@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from noema.memory import entities
-from noema.memory.entities import MAX_ENTITIES, extract_entities
+from noema.memory.language import entities
+from noema.memory.language.entities import MAX_ENTITIES, extract_entities
 
 PREFIXES = ("name:", "quote:", "code:", "date:")
 

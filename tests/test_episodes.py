@@ -21,7 +21,7 @@ from test_mcp import Session, drive
 from concepts import MemoryKind, Relation, Status, score_reproduces
 from concepts.episodes import Episode, Outcome
 from noema import InvalidInput, ManualClock, Mind, NotFound
-from noema.memory.beta import beta_quantile
+from noema.memory.records.beta import beta_quantile
 
 _clean_env = test_cli._clean_env
 db = test_cli.db

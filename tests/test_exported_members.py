@@ -126,7 +126,8 @@ def test_errors_form_one_tree() -> None:
 def test_importing_noema_or_its_engine_does_not_load_the_face() -> None:
     # DESIGN section 1: the face is exported lazily, or the engine would import it.
     code = (
-        "import sys, noema, noema.storage, noema.memory.reconciler, noema.memory.recall; "
+        "import sys, noema, noema.storage, noema.memory.write.reconciler, "
+        "noema.memory.recall.pipeline; "
         "print(sorted(m for m in sys.modules if m in ('noema.mind', 'noema.async_mind', "
         "'noema.cli', 'tui', "
         "'textual', 'mcp', 'noema.mcp.server', 'noema.integrations.langchain')))"

@@ -34,7 +34,7 @@ from noema.errors import (
     StorageError,
 )
 from noema.mcp.server import build_server
-from noema.memory.federation import (
+from noema.memory.recall.federation import (
     MAX_HOPS,
     _ReadOnly,
     beta_quantile,

@@ -15,8 +15,9 @@ import pytest
 from concepts import Relationship
 from noema import InvalidInput, ManualClock, Mind, MindConfig, Relation, RelationStatus
 from noema.ids import new_id
-from noema.memory import health
-from noema.memory.health import RULES, Finding, HealthReport
+from noema.memory.knowledge import health_rule
+from noema.memory.knowledge.health import RULES, HealthReport
+from noema.memory.knowledge.health_rule import Finding
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]
@@ -432,7 +433,7 @@ def test_a_derived_memory_with_a_source_standing_is_not_orphaned(mind: Mind) -> 
 def test_every_rule_still_finds_its_planted_problem_among_hundreds(
     open_mind: OpenMind, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(health, "PAGE", 64)  # several pages of memories and of edges
+    monkeypatch.setattr(health_rule, "PAGE", 64)  # several pages of memories and of edges
     mind = open_mind("scale", embedder="hash")
     cities = ("Porto", "Lisbon", "Braga", "Faro", "Evora")
     bulk = mind.remember_many(

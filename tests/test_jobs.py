@@ -43,8 +43,8 @@ from noema.jobs import (
     lease_name,
     reflect_job,
 )
-from noema.memory.consolidate import ReflectReport
 from noema.memory.engine import Engine
+from noema.memory.upkeep.consolidate import ReflectReport
 from noema.storage import Storage, open_storage, ops
 
 ROOT = Path(__file__).resolve().parents[1]

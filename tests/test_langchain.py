@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnablePassthrough
 from noema import EventKind, InvalidInput, ManualClock, Mind, RecallFilters, RecallResult
 from noema.clock import iso
 from noema.integrations.langchain import NoemaRetriever
-from noema.memory.prompt import TIERS, Tier, format_memories
+from noema.memory.recall.prompt import TIERS, Tier, format_memories
 from noema.serialize import result_tier
 
 OpenMind = Callable[..., Mind]

@@ -2,8 +2,10 @@
 
 Every ``import`` and ``from ... import`` of our packages is collected with
 ``ast`` (inside functions and ``TYPE_CHECKING`` blocks too) and checked against
-the table: arrows go down, faces never import one another, and what users are
-shown (``docs/``, ``examples/``) imports from ``noema`` only.
+the table: arrows go down, faces never import one another, inside
+``noema.memory`` the sub-packages import only those below them (ADR 0039) and no
+import runs round a circle, and what users are shown (``docs/``, ``examples/``)
+imports from ``noema`` only.
 """
 
 from __future__ import annotations
@@ -125,9 +127,81 @@ def test_faces_reach_the_store_only_through_mind() -> None:
         for module in MODULES
         if _face_of(module)
         for name in _imports(MODULES[module], module)
-        if name.startswith(("noema.storage", "noema.memory.reconciler", "noema.memory.recall"))
+        if name.startswith(
+            ("noema.storage", "noema.memory.write.reconciler", "noema.memory.recall.pipeline")
+        )
     )
     assert reaching == []
+
+
+# ---------------------------------------------------------------- inside the engine's memory
+
+#: ``noema.memory``'s sub-packages, top first: each may import only those below it
+#: (ADR 0039). ``engine`` is the module ``noema.memory.engine``, which wires a mind's
+#: pipelines and is what ``knowledge`` and ``upkeep`` are written against.
+MEMORY_ORDER = ("upkeep", "knowledge", "engine", "recall", "write", "language", "records")
+
+
+def _memory_part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["noema", "memory"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+MEMORY = sorted(m for m in MODULES if _memory_part(m))
+
+
+def _memory_imports(module: str) -> set[str]:
+    """What ``module`` imports of ``noema.memory``, ``from noema.memory import x`` included."""
+    names = set(_imports(MODULES[module], module))
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {n for n in names if _memory_part(n)}
+
+
+def test_every_memory_module_is_in_a_declared_part() -> None:
+    assert len(MEMORY) > 30
+    assert {_memory_part(m) for m in MEMORY} == set(MEMORY_ORDER)
+
+
+@pytest.mark.parametrize("module", MEMORY)
+def test_memory_imports_only_what_is_below_it(module: str) -> None:
+    mine = MEMORY_ORDER.index(_memory_part(module) or "")
+    upward = sorted(
+        {
+            name
+            for name in _memory_imports(module)
+            if (part := _memory_part(name)) and part != MEMORY_ORDER[mine]
+            if part not in MEMORY_ORDER or MEMORY_ORDER.index(part) <= mine
+        }
+    )
+    assert upward == [], f"{module} ({MEMORY_ORDER[mine]}) imports {upward}"
+
+
+def test_noema_memory_itself_imports_none_of_its_parts() -> None:
+    assert _memory_imports("noema.memory") == set()
+
+
+def test_no_import_circle_inside_memory() -> None:
+    def owner(name: str) -> str | None:
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {m: {o for n in _memory_imports(m) if (o := owner(n)) and o != m} for m in MEMORY}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, f"import circle: {' -> '.join([*path, module])}"
+        if module not in done:
+            for name in sorted(graph.get(module, ())):
+                visit(name, (*path, module))
+            done.add(module)
+
+    for module in MEMORY:
+        visit(module, ())
 
 
 # ---------------------------------------------------------------- what users read

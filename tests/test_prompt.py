@@ -1,4 +1,4 @@
-"""Recalled memories rendered as a prompt block (``noema.memory.prompt``)."""
+"""Recalled memories rendered as a prompt block (``noema.memory.recall.prompt``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from noema import (
     Status,
     UsageError,
 )
-from noema.memory.prompt import TIERS, Tier, format_memories
+from noema.memory.recall.prompt import TIERS, Tier, format_memories
 
 HEADINGS = {
     MemoryKind.SEMANTIC: "## Facts and knowledge",

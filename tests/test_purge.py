@@ -15,7 +15,7 @@ import pytest
 from concepts import EventKind, Link, Observation, Relation, Status, WorkspaceSnapshot
 from noema import ManualClock, Mind
 from noema.errors import InvalidInput, NotFound
-from noema.memory.audit import TOMBSTONE_KEY, tombstone
+from noema.memory.records.audit import TOMBSTONE_KEY, tombstone
 from noema.storage import ops
 
 NOEMA = str(Path(sys.executable).parent / "noema")

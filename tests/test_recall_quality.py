@@ -22,19 +22,19 @@ from noema import ConfigError, ManualClock, Mind
 from noema.cli import run as main
 from noema.config import DeepConfig, MindConfig, RecallWeights
 from noema.embeddings import E5_MODEL, E5Embedder, as_embedder, dated_text, load_embedder
-from noema.memory.adjust import newer_first
-from noema.memory.keys import expand_keys
-from noema.memory.query import understand
-from noema.memory.reader import recall_query
-from noema.memory.recall import same_subject
-from noema.memory.rerank import (
+from noema.memory.recall.adjust import newer_first
+from noema.memory.recall.pipeline import same_subject
+from noema.memory.recall.query import understand
+from noema.memory.recall.reader import recall_query
+from noema.memory.recall.rerank import (
     CompressorReranker,
     EmbeddingReranker,
     LexicalReranker,
     load_reranker,
     spread,
 )
-from noema.memory.scoring import Scored
+from noema.memory.recall.scoring import Scored
+from noema.memory.write.keys import expand_keys
 from noema.storage import ops
 
 OpenMind = Callable[..., Mind]

@@ -16,14 +16,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from concepts import Lifecycle, MemoryKind, Observation, Relation, RelationStatus, Status
 from noema import InvalidInput, ManualClock, Memory, Mind, MindConfig
-from noema.memory import consolidate as consolidation
-from noema.memory.consolidate import GROUP_KEY, RUN_EVENT, ReflectReport
-from noema.memory.grouping import plan_groups
+from noema.memory.upkeep import consolidate as consolidation
+from noema.memory.upkeep.consolidate import GROUP_KEY, RUN_EVENT, ReflectReport
+from noema.memory.upkeep.grouping import plan_groups
 from processes import Attend, Reflect
 
 OpenMind = Callable[..., Mind]
 #: Write-time detection stages its own contradicts and same_as proposals as the
-#: episodes are written (noema.memory.detect); reflect's rules are tested without it.
+#: episodes are written (noema.memory.write.detect); reflect's rules are tested without it.
 UNDETECTED = MindConfig(detect_on_write=False)
 
 BERLIN = [

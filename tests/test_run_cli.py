@@ -20,7 +20,7 @@ from noema import InvalidInput, ManualClock, Mind, Observation, Process, UsageEr
 from noema.cli import run
 from noema.config import JobsConfig
 from noema.jobs import JobOutcome, JobRun
-from noema.memory.consolidate import ReflectReport
+from noema.memory.upkeep.consolidate import ReflectReport
 from noema.runtime import RunReport, StopReason
 from processes import Reflect
 from workspace import CycleReport, ProcessContext

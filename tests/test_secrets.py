@@ -28,7 +28,7 @@ from noema.config import MindConfig, Settings, WritePolicy
 from noema.errors import ConfigError, PolicyViolation
 from noema.http.auth import Tokens
 from noema.integrations.recorder import NoemaRunRecorder
-from noema.memory.secrets import SecretFinding, find_secrets, redact_secrets
+from noema.memory.write.secrets import SecretFinding, find_secrets, redact_secrets
 from workspace import CycleReport
 
 NOEMA = str(Path(sys.executable).parent / "noema")
@@ -799,7 +799,7 @@ _TRIGGER_LITERALS = [
 def test_the_fast_trigger_lets_through_every_text_the_full_one_does(
     parts: list[str], upper: list[bool]
 ) -> None:
-    from noema.memory import secrets
+    from noema.memory.write import secrets
 
     text = "".join(parts)
     text = "".join(c.upper() if flip else c for c, flip in zip(text, itertools.cycle(upper)))

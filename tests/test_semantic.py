@@ -40,15 +40,15 @@ from noema.embeddings import (
     load_embedder,
     minilm_available,
 )
-from noema.memory.adjust import diversify
-from noema.memory.lanes import Hit, vector_lane
-from noema.memory.recall import (
+from noema.memory.recall.adjust import diversify
+from noema.memory.recall.lanes import Hit, vector_lane
+from noema.memory.recall.pipeline import (
     DIVERSITY_COST,
     DIVERSITY_THRESHOLD,
     FEEDBACK_BOOST,
     FEEDBACK_PENALTY,
 )
-from noema.memory.scoring import Scored
+from noema.memory.recall.scoring import Scored
 from noema.storage import Session, ops
 from noema.storage._sqlite_vectors import VectorSearch
 

@@ -9,13 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from timing import cpu_seconds, grows_linearly, loop_seconds
 
-from noema.memory import timeexpr
-from noema.memory.timeexpr import (
-    TimeWindow,
-    parse_query,
-    resolve_mentions,
-    window_overlap,
-)
+from noema.memory.language import timegrammar as timeexpr
+from noema.memory.language.timecalendar import TimeWindow
+from noema.memory.language.timeexpr import parse_query, resolve_mentions, window_overlap
 
 # A Monday afternoon, in ISO week 2023-W19.
 NOW = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

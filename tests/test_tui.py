@@ -26,7 +26,7 @@ from tui_seed import SEED_START, Seeded, seed
 from concepts import Channel, EventKind, Lifecycle, Relation, RelationStatus, Status
 from noema import ManualClock, Mind
 from noema.clock import iso
-from noema.memory.activation import decayed
+from noema.memory.records.activation import decayed
 from noema.serialize import memory_tier
 from noema.storage import ops
 from tui.app import NoemaApp

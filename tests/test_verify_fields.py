@@ -21,7 +21,7 @@ import pytest
 from concepts import EventKind
 from noema import ManualClock, Mind
 from noema.errors import InvalidInput
-from noema.memory.verify import Checkpoint
+from noema.memory.upkeep.verify import Checkpoint
 from tests.test_invariants import RawDatabase, mixed_history
 
 NOEMA = str(Path(sys.executable).parent / "noema")

@@ -20,7 +20,7 @@ from concepts import ROOT_WORLD, EventKind, Lifecycle, Status, score_reproduces
 from noema import Mind
 from noema.clock import ManualClock
 from noema.errors import InvalidInput, NotFound
-from noema.memory.worlds import DESCENDANT_SIGNAL, LINK_FACTOR
+from noema.memory.write.worlds import DESCENDANT_SIGNAL, LINK_FACTOR
 
 DAY = timedelta(days=1)
 

@@ -30,8 +30,8 @@ from concepts import (
     WorldInfo,
 )
 from noema.errors import InvalidInput, UsageError
-from noema.memory.activation import activation_series, decayed
-from noema.memory.health import HealthReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.records.activation import activation_series, decayed
 from noema.mind import Mind, recall_query
 from noema.serialize import memory_tier
 

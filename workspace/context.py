@@ -32,13 +32,13 @@ from noema.config import MindConfig
 from noema.embeddings import Embedder
 from noema.errors import InvalidInput
 from noema.memory.engine import Engine
-from noema.memory.policy import screen_value
-from noema.memory.reader import MemoryReader
+from noema.memory.recall.reader import MemoryReader
+from noema.memory.write.policy import screen_value
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from noema.memory.consolidate import ReflectReport
+    from noema.memory.upkeep.consolidate import ReflectReport
 
 __all__ = ["Emitted", "Percept", "ProcessContext"]
 
@@ -175,12 +175,12 @@ class ProcessContext:
 
         Args:
             **options: ``min_group``, ``min_shared``, ``limit`` (see
-                ``noema.memory.consolidate.consolidate``).
+                ``noema.memory.upkeep.consolidate.consolidate``).
 
         Raises:
             InvalidInput: an option is out of range.
         """
-        from noema.memory.consolidate import consolidate
+        from noema.memory.upkeep.consolidate import consolidate
 
         return consolidate(self._engine, chat_model=self.chat_model, **options)
 

@@ -37,8 +37,8 @@ from noema.clock import iso
 from noema.embeddings import Embedder
 from noema.errors import InvalidInput, PolicyViolation
 from noema.memory.engine import Engine
-from noema.memory.events import EventLog
-from noema.memory.policy import apply_secret_policy, screen_name, secret_kinds
+from noema.memory.records.events import EventLog
+from noema.memory.write.policy import apply_secret_policy, screen_name, secret_kinds
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
 from workspace.context import Percept, ProcessContext

@@ -18,7 +18,7 @@ from noema.cli._common import EXIT_FAILURE, EXIT_OK, open_mind
 from noema.cli._options import filter_fields
 from noema.cli._world import world_paths
 from noema.errors import InvalidInput, UsageError
-from noema.memory.verify import Checkpoint
+from noema.memory.upkeep.verify import Checkpoint
 from noema.mind import Mind
 
 __all__ = [
@@ -171,7 +171,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``noema import``: restore an export (FILE, or ``-`` for stdin) into an empty mind."""
-    from noema.memory.transfer import parse_export
+    from noema.memory.upkeep.transfer import parse_export
 
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()

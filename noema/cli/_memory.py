@@ -127,7 +127,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         # A peer's result belongs to a world of the peer's, not of this mind.
         paths = world_paths(mind, [r.memory for r in results if r.peer is None])
     if args.tier:
-        from noema.memory.prompt import format_memories
+        from noema.memory.recall.prompt import format_memories
 
         print(format_memories(results, args.tier) or render.NOTHING_RECALLED)
         return EXIT_OK

@@ -360,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rule",
         action="append",
         default=[],
-        choices=Choices("noema.memory.health", "RULES"),
+        choices=Choices("noema.memory.knowledge.health", "RULES"),
         metavar="NAME",
         help="run only this rule (repeatable): %(choices)s",
     )

@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from concepts import Event, Memory, RecallResult, Relationship, WorldInfo
 from noema.clock import iso
-from noema.memory.decay import DecayReport
-from noema.memory.health import HealthReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.upkeep.decay import DecayReport
 from noema.serialize import memory_tier, plain, result_tier
 
 NOTHING_RECALLED = "nothing recalled"

@@ -20,7 +20,7 @@ from noema.cli._common import EXIT_OK, server_rights
 from noema.config import Settings
 from noema.embeddings import load_embedder
 from noema.errors import RuntimeFailure, UsageError
-from noema.memory.rerank import load_reranker
+from noema.memory.recall.rerank import load_reranker
 from noema.mind import Mind
 
 __all__ = ["cmd_serve"]

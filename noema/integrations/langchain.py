@@ -45,7 +45,7 @@ from concepts import RecallFilters, RecallResult
 from noema import serialize
 from noema.async_mind import AsyncMind
 from noema.errors import InvalidInput, from_validation
-from noema.memory.prompt import Tier, format_memories
+from noema.memory.recall.prompt import Tier, format_memories
 from noema.mind import Mind, recall_query
 
 __all__ = ["NoemaRetriever", "to_document"]

@@ -92,7 +92,7 @@ from concepts.episodes import (
 )
 from concepts.models import MAX_TAGS, normalise_content
 from noema.errors import InvalidInput, from_validation
-from noema.memory.episodes import as_input
+from noema.memory.knowledge.episodes import as_input
 from noema.mind import Mind
 
 __all__ = ["NoemaRunRecorder", "Rate"]

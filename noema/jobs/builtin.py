@@ -1,7 +1,7 @@
 """The built-in jobs of a mind, ready to register with a ``JobScheduler`` (ADR 0006).
 
 - ``decay``: ``run_decay`` (lowers activation; never deletes or changes content);
-- ``reflect``: one consolidation (``noema.memory.consolidate``);
+- ``reflect``: one consolidation (``noema.memory.upkeep.consolidate``);
 - ``embed-missing``: vectors for the memories that have none under the mind's model.
 
 Each is built from an ``Engine`` (the parts of one open mind); the engine
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from concepts import MindInfo
 from noema.clock import Clock
 from noema.config import MindConfig
-from noema.memory.consolidate import ReflectReport, consolidate
-from noema.memory.decay import DecayReport, run_decay
-from noema.memory.upkeep import embed_missing
+from noema.memory.upkeep.consolidate import ReflectReport, consolidate
+from noema.memory.upkeep.decay import DecayReport, run_decay
+from noema.memory.upkeep.derived import embed_missing
 from noema.storage import Storage
 
 if TYPE_CHECKING:

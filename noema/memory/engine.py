@@ -14,10 +14,10 @@ from concepts import MindInfo
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
-from noema.memory.reader import MemoryReader
-from noema.memory.recall import Recaller
-from noema.memory.reconciler import Reconciler
-from noema.memory.rerank import Reranker
+from noema.memory.recall.pipeline import Recaller
+from noema.memory.recall.reader import MemoryReader
+from noema.memory.recall.rerank import Reranker
+from noema.memory.write.reconciler import Reconciler
 from noema.storage import Storage
 
 __all__ = ["Engine"]

@@ -27,7 +27,7 @@ from concepts.federation import PEER_NAME
 from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, MAX_RECALL_LIMIT
 from concepts.paths import WORLD_NAME
 from noema._arguments import MAX_INT64
-from noema.memory.health import RULES
+from noema.memory.knowledge.health import RULES
 from noema.operations.fields import (
     LABEL_PATTERN,
     NOTE_PATTERN,

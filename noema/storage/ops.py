@@ -268,7 +268,7 @@ class ListWorldLinks(Op[list[tuple[str, str]]]):
 
 
 #: A world's composed vector as stored: the float64 sum of its members' vectors and
-#: how many were added (``noema.memory.worlds`` composes them).
+#: how many were added (``noema.memory.write.worlds`` composes them).
 WorldSum = tuple[np.ndarray, int]
 
 
@@ -440,7 +440,7 @@ class FindRelationships(Op[list[Relationship]]):
 
 
 #: A co-occurrence edge of a mind: ``(a, b, weight, updated_at)`` with ``a < b``; the
-#: weight is as of ``updated_at`` and decays from there (``noema.memory.cooccurrence``).
+#: weight is as of ``updated_at`` and decays from there (``noema.memory.recall.cooccurrence``).
 CoEdge = tuple[str, str, float, datetime]
 
 
@@ -478,7 +478,7 @@ class AppendEvents(Op[None]):
     """Append events to their minds' logs; the store numbers them (``seq``) in append order.
 
     ``payloads``: each event's payload as compact JSON with sorted keys
-    (``noema.memory.audit.canonical``), when the caller encoded them already.
+    (``noema.memory.records.audit.canonical``), when the caller encoded them already.
     """
 
     events: Sequence[Event]

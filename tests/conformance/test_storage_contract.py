@@ -34,7 +34,7 @@ from concepts import (
 )
 from noema.errors import NoemaError, StorageError
 from noema.ids import content_hash, new_id
-from noema.memory.audit import canonical, chain, event_digest
+from noema.memory.records.audit import canonical, chain, event_digest
 from noema.storage import Storage, open_storage, ops
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)

@@ -7,7 +7,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Header, Static
 
-from noema.memory.health import Finding, HealthReport
+from noema.memory.knowledge.health import HealthReport
+from noema.memory.knowledge.health_rule import Finding
 from tui.screens._base import DataScreen
 from tui.screens.explorer import clip
 

@@ -1,0 +1,157 @@
+"""Query understanding for recall: deterministic, and shown in every result's signals.
+
+A question is read three ways before any lane runs (DESIGN section 3, "entity / time"):
+
+- **Words** for the text lanes: the query's words without stop words, question
+  words and the words of its time expressions ("last May" ranks by date, not by
+  the word "may").
+- **Entities**: names, codes and quoted phrases (``noema.memory.language.entities``). A
+  memory scores on the entity signal by the share of the query's entities it
+  refers to, a speaker or participant counting in full and a mere mention at
+  ``MENTION_WEIGHT`` (who said it matters more than who was named).
+- **Time**: expressions such as "last May", "two weeks ago" or "in 2023" resolve
+  against the mind's clock to windows (``noema.memory.language.timeexpr``); a memory's
+  time signal is how close its date lies to the nearest window (1 inside). A
+  question that asks *when* ("when did ...", "what year ...") favours memories
+  that themselves say when something happened (``dated`` signal).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from functools import lru_cache
+from typing import Any
+
+from noema.memory.language.entities import extract_entities
+from noema.memory.language.timecalendar import TimeWindow
+from noema.memory.language.timeexpr import parse_query, resolve_mentions, window_overlap
+
+__all__ = [
+    "MENTION_WEIGHT",
+    "QueryPlan",
+    "Understanding",
+    "entity_signal",
+    "memory_facts",
+    "time_signal",
+    "understand",
+]
+
+#: A memory that only mentions a query entity (not as its speaker) gets this share of it.
+MENTION_WEIGHT = 0.5
+#: Entity kinds the entity signal uses; dates are the time signal's.
+ENTITY_KINDS = ("name:", "code:", "quote:")
+#: Payload fields naming who took part in an episode.
+PARTICIPANT_FIELDS = ("speaker", "participants", "author", "from", "to", "agent")
+#: A speaker prefix, ``"Caroline: ..."``: one to three capitalised words and a colon.
+_SPEAKER = re.compile(r"\s*((?:[A-Z][\w'’-]*)(?: [A-Z][\w'’-]*){0,2}):\s")
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """What recall understood of a query: its text words, entities and time windows."""
+
+    text: str
+    remainder: str  # the query without its time expressions: the text lanes' input
+    entities: tuple[str, ...]
+    windows: tuple[TimeWindow, ...]
+    asks_when: bool
+
+
+def understand(text: str, now: datetime) -> QueryPlan:
+    """Read ``text`` as a query asked at ``now`` (pure: the same input, the same plan)."""
+    parsed = parse_query(text, now)
+    entities = tuple(e for e in extract_entities(text) if e.startswith(ENTITY_KINDS))
+    return QueryPlan(
+        text=text,
+        remainder=parsed.remainder,
+        entities=entities,
+        windows=parsed.windows,
+        asks_when=parsed.asks_when,
+    )
+
+
+@dataclass(frozen=True)
+class Understanding:
+    """What a memory holds that the query signals compare with: who, what, when."""
+
+    speakers: frozenset[str]
+    entities: frozenset[str]
+    mentions: tuple[datetime, ...]  # the days the content itself mentions, resolved
+
+    @property
+    def dated(self) -> bool:
+        """Whether the content itself says when something happened."""
+        return bool(self.mentions)
+
+
+def memory_facts(
+    content: str, payload: Mapping[str, Any], when: datetime, *, dates: bool = True
+) -> Understanding:
+    """The speakers, entities and dated-ness of a memory (cached by content).
+
+    ``dates=False``: the days the content mentions are not looked for (``mentions``
+    is empty), for a query that asks neither about a time nor when.
+    """
+    speakers, entities = _content_entities(content)
+    mentions = _content_mentions(content, when.date()) if dates else ()
+    extra = {f"name:{name}" for name in _participants(payload)}
+    if extra:
+        speakers = speakers | extra
+    return Understanding(speakers, entities | speakers, mentions)
+
+
+@lru_cache(maxsize=65_536)
+def _content_entities(content: str) -> tuple[frozenset[str], frozenset[str]]:
+    speakers: set[str] = set()
+    match = _SPEAKER.match(content)
+    if match:
+        speakers = {"name:" + match[1].casefold()}
+        speakers.update("name:" + w.casefold() for w in match[1].split())
+    entities = frozenset(e for e in extract_entities(content) if e.startswith(ENTITY_KINDS))
+    return frozenset(speakers), entities
+
+
+@lru_cache(maxsize=65_536)
+def _content_mentions(content: str, day: date) -> tuple[datetime, ...]:
+    windows = resolve_mentions(content, datetime.combine(day, time(12), UTC))
+    return tuple(w.start for w in windows)
+
+
+def _participants(payload: Mapping[str, Any]) -> list[str]:
+    names: list[str] = []
+    if not payload:  # most memories: recall reads this for each candidate
+        return names
+    for field in PARTICIPANT_FIELDS:
+        value = payload.get(field)
+        if value is None:
+            continue
+        values: Sequence[Any] = value if isinstance(value, list | tuple) else [value]
+        names.extend(v.strip().casefold() for v in values if isinstance(v, str) and v.strip())
+    return names
+
+
+def entity_signal(plan: QueryPlan, facts: Understanding) -> float:
+    """Share of the query's entities the memory refers to (speakers in full)."""
+    if not plan.entities:
+        return 0.0
+    total = 0.0
+    for entity in plan.entities:
+        if entity in facts.speakers:
+            total += 1.0
+        elif entity in facts.entities:
+            total += MENTION_WEIGHT
+    return total / len(plan.entities)
+
+
+def time_signal(plan: QueryPlan, when: datetime, facts: Understanding) -> float:
+    """How close a memory's date lies to the query's nearest time window (1 inside).
+
+    The memory's date is when it was recorded, or a date it mentions.
+    """
+    if not plan.windows:
+        return 0.0
+    moments = (when, *facts.mentions)
+    return max(window_overlap(window, moment) for window in plan.windows for moment in moments)
