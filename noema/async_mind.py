@@ -221,7 +221,8 @@ def _attribute(name: str) -> property:
     return property(lambda self: getattr(self.mind, name), doc=f"The mind's ``{name}``.")
 
 
-for _name, _member in vars(Mind).items():
+for _name in dir(Mind):  # its parts' methods too (``noema._mind``)
+    _member = inspect.getattr_static(Mind, _name)
     if _name.startswith("_") or _name in _OWN or isinstance(_member, property | classmethod):
         continue
     setattr(AsyncMind, _name, _forward(_name))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import IO, Annotated, Any
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from pydantic import Field, SkipValidation, ValidationError
+from pydantic import SkipValidation, ValidationError
 
 from concepts import (
     ROOT_WORLD,
@@ -26,58 +24,38 @@ from concepts import (
     MemoryInput,
     MemoryKind,
     MindInfo,
-    Observation,
     RecallFilters,
     RecallQuery,
     RecallResult,
     Relation,
     Relationship,
     RelationStatus,
-    Status,
     WorkspaceSnapshot,
-    WorldInfo,
 )
-from concepts.episodes import Episode, EpisodeRecord, EpisodeStats, Outcome
-from concepts.federation import Peer
-from concepts.models import MAX_RECALL_LIMIT, Key, Note, UtcDatetime
-from concepts.paths import WorldPath
-from noema import access, runtime
+from concepts.models import Key, Note, UtcDatetime
 from noema._arguments import Count, Position, checked
-from noema.access import OPERATOR, Caller
+from noema._mind.base import Progress, keywords
+from noema._mind.episodes import EpisodesPart
+from noema._mind.federation import FederationPart
+from noema._mind.running import RunningPart
+from noema._mind.upkeep import UpkeepPart
+from noema._mind.worlds import WorldsPart
+from noema.access import OPERATOR
 from noema.clock import Clock, SystemClock
 from noema.config import MindConfig, Settings
 from noema.embeddings import Embedder, as_embedder, load_embedder
 from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
 from noema.memory.engine import Engine
-from noema.memory.knowledge import episodes as task_episodes
-from noema.memory.knowledge.health import HealthReport, health_report
 from noema.memory.recall.federation import Federation
 from noema.memory.recall.reader import recall_query
 from noema.memory.recall.rerank import Reranker, as_reranker, load_reranker
-from noema.memory.upkeep import consolidate as consolidation, derived as upkeep
-from noema.memory.upkeep.decay import DecayReport, run_decay
-from noema.memory.upkeep.purge import PurgePlan, PurgeReport, plan_purge, purge
-from noema.memory.upkeep.transfer import (
-    ExportData,
-    export_lines,
-    iter_audit,
-    iter_events,
-    iter_memories,
-    iter_relationships,
-    parse_export,
-    restore,
-)
-from noema.memory.upkeep.verify import Checkpoint, checkpoint_of, verify_records
-from noema.memory.upkeep.verify_checks import VerifyReport
-from noema.memory.write.policy import apply_secret_policy, screen_name
+from noema.memory.upkeep import derived as upkeep
+from noema.memory.write.policy import screen_name
 from noema.memory.write.worlds import Worlds
 from noema.storage import Storage, open_storage, ops
-from workspace import AttentionConfig, CycleReport, ProcessProtocol, Workspace
 
-__all__ = ["Mind", "recall_query"]
-
-Progress = Callable[[int, int], None]
+__all__ = ["Mind", "Progress", "recall_query"]
 
 
 def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
@@ -90,15 +68,13 @@ def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
         raise from_validation(exc, what=what) from None
 
 
-def _keywords(scope: dict[str, Any], *leave: str) -> dict[str, Any]:
-    """A method's arguments by name from its ``locals()`` (read first), less ``self``, ``leave``."""
-    return {name: value for name, value in scope.items() if name not in {"self", *leave}}
-
-
-class Mind:
+class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
     """One mind: remember, recall, relate, correct and audit its long-term memory.
 
     Open with ``Mind.open()``; use as a context manager or call ``close()``.
+    This module holds its lifecycle, writing and reading; its methods on
+    worlds, federation, task episodes, running and upkeep are written in
+    ``noema/_mind/`` by idea, one class each, joined here.
     """
 
     def __init__(
@@ -130,9 +106,7 @@ class Mind:
         self._federation = Federation(
             storage, info, self.config, self.clock, self.embedder, self.reranker
         )
-        #: Who calls this mind when a call does not say (``noema.access``): the
-        #: operator, unless a server bound it to the caller it serves.
-        self.caller: Caller = OPERATOR
+        self.caller = OPERATOR
 
     # ------------------------------------------------------------ lifecycle
 
@@ -211,21 +185,6 @@ class Mind:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    @property
-    def name(self) -> str:
-        """The mind's name in its store."""
-        return self.info.name
-
-    @property
-    def id(self) -> str:
-        """The mind's id."""
-        return self.info.id
-
-    @property
-    def url(self) -> str:
-        """The URL of the store the mind lives in."""
-        return self.storage.url
 
     def __repr__(self) -> str:
         return f"Mind(name={self.name!r}, url={self.storage.url!r})"
@@ -440,64 +399,6 @@ class Mind:
         """Take a rejected or stale memory back into the mind's active knowledge."""
         return self._reconciler.set_lifecycle(memory_id, "reinstate", reason=reason)
 
-    # ------------------------------------------------------------ purge
-
-    @checked
-    def plan_forget(
-        self,
-        ids: str | Sequence[str] = (),
-        *,
-        key: Key | None = None,
-        filters: RecallFilters | Mapping[str, Any] | None = None,
-        containing: str | None = None,
-    ) -> PurgePlan:
-        """What ``forget`` with the same selectors would remove; nothing is written."""
-        ids = [ids] if isinstance(ids, str) else list(ids)  # one id, or several
-        chosen = self._purge_filters(filters)
-        with self.storage.transaction(write=False) as session:
-            return plan_purge(
-                session, self.info, ids=ids, key=key, filters=chosen, containing=containing
-            )
-
-    @checked
-    def forget(
-        self,
-        ids: str | Sequence[str] = (),
-        *,
-        key: Key | None = None,
-        filters: RecallFilters | Mapping[str, Any] | None = None,
-        containing: str | None = None,
-    ) -> PurgeReport:
-        """Delete memories for good: the only path that deletes (privacy).
-
-        Removes the memories named by ``ids``, every memory with ``key``, every
-        one passing ``filters`` (any status unless the filters name statuses), and
-        every one whose content contains ``containing`` (ignoring case); also the
-        memories derived from them, their vectors, full-text entries and edges,
-        and the payloads of events that quote them. A content-free
-        ``memory_purged`` event records it; ``verify`` still passes.
-        """
-        plan = self.plan_forget(ids, key=key, filters=filters, containing=containing)
-        return purge(self.storage, self.info, self.clock, plan)
-
-    @staticmethod
-    def _purge_filters(
-        filters: RecallFilters | Mapping[str, Any] | None,
-    ) -> RecallFilters | None:
-        if filters is None:
-            return None
-        fields = (
-            filters.model_dump(exclude_unset=True)
-            if isinstance(filters, RecallFilters)
-            else dict(filters)
-        )
-        fields.setdefault("statuses", tuple(Status))
-        fields.setdefault("lifecycles", tuple(Lifecycle))
-        try:
-            return RecallFilters.model_validate(fields)
-        except ValidationError as exc:
-            raise from_validation(exc, what="filters:") from None
-
     # ------------------------------------------------------------ reading
 
     @checked
@@ -545,7 +446,7 @@ class Mind:
         Nothing is written into a peer, and a peer's result is never reinforced.
         """
         if not isinstance(query, RecallQuery):
-            given = _keywords(locals(), "filter_fields", "known_at")
+            given = keywords(locals(), "filter_fields", "known_at")
             known: dict[str, Any] = {} if known_at is None else {"known_at": known_at}
             query = recall_query(**given, **filter_fields, **known)
         return self._federation.recall(self._recaller, query)
@@ -588,60 +489,6 @@ class Mind:
             known_at: the version the mind held then, as it stood then (transaction time).
         """
         return self._reader.fact(key, as_of=as_of, known_at=known_at)
-
-    # ------------------------------------------------------------ worlds
-
-    @checked
-    def create_world(self, path: WorldPath) -> WorldInfo:
-        """The world at ``path`` (e.g. ``work/project-x``), created with any missing parent."""
-        return self._worlds.create(path)
-
-    def worlds(self) -> list[WorldInfo]:
-        """Every world of the mind, the root (path ``""``) first, by path."""
-        return self._worlds.list()
-
-    @checked
-    def world(self, path: WorldPath) -> WorldInfo:
-        """The world at ``path``.
-
-        Raises:
-            NotFound: the mind has no world there.
-        """
-        return self._worlds.show(path)
-
-    @checked
-    def rename_world(self, path: WorldPath, name: str) -> WorldInfo:
-        """Rename the world at ``path``; its memories and sub-worlds go with it."""
-        return self._worlds.rename(path, name)
-
-    @checked
-    def move_world(self, path: WorldPath, parent: WorldPath) -> WorldInfo:
-        """Move the world at ``path`` (and all below it) under the world at ``parent``."""
-        return self._worlds.move(path, parent)
-
-    @checked
-    def link_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
-        """Link ``src`` to ``dst`` (``refers_to``): recall in ``src`` reaches ``dst``'s memories."""
-        return self._worlds.link(src, dst)
-
-    @checked
-    def unlink_worlds(self, src: WorldPath, dst: WorldPath) -> WorldInfo:
-        """Remove the link from ``src`` to ``dst``."""
-        return self._worlds.link(src, dst, unlink=True)
-
-    @checked
-    def world_path(self, world_id: str) -> str:
-        """The path of the world with id ``world_id`` (``""``: the root)."""
-        return self._worlds.tree().path(world_id) if world_id else ROOT_WORLD
-
-    @checked
-    def world_paths(self) -> dict[str, str]:
-        """The path of every world of the mind by its id, the root (``""``) first.
-
-        One read of the world tree: ``worlds()`` without its memory counts.
-        """
-        tree = self._worlds.tree()
-        return {ROOT_WORLD: ROOT_WORLD, **{world: tree.path(world) for world in tree.worlds}}
 
     @checked
     def relationships(self, memory_id: str) -> list[Relationship]:
@@ -714,562 +561,3 @@ class Mind:
             "by_kind": by_kind,
             "by_status": by_status,
         }
-
-    @checked
-    def health(
-        self,
-        *,
-        rules: Sequence[str] | None = None,
-        limit: Count = 100,
-        world: WorldPath | None = None,
-    ) -> HealthReport:
-        """Run the health rules over the mind: what to review, merge, refresh or add.
-
-        Deterministic rules (``noema.memory.knowledge.health``, no model): declining
-        confidence, unresolved contradictions, stale clusters, duplicates,
-        coverage gaps, popular but unexamined memories, orphaned derived ones.
-
-        Args:
-            rules: Names of the rules to run (``noema.memory.knowledge.health.RULES``);
-                ``None`` runs them all.
-            limit: Most findings per rule.
-            world: Only this world and its descendants (a path; ``None``: all).
-
-        Returns:
-            The report: findings in rule order, what each rule read, what it left off.
-
-        Raises:
-            InvalidInput: ``rules`` names an unknown rule (``field="rules"``).
-        """
-        return health_report(
-            self.storage, self.info, self.config, self.clock, rules=rules, limit=limit, world=world
-        )
-
-    # ------------------------------------------------------------ federation
-
-    @checked
-    def federate(self, name: str, *, mind: str, url: str | None = None) -> Peer:
-        """Subscribe, read-only, to the mind ``mind`` of this store or of the store at ``url``.
-
-        Recall then asks that peer too (and the peers it subscribes to, up to
-        three hops away), discounting its results by the mind's trust in it: a
-        Beta(5, 5) prior that ``peer_feedback`` moves. Nothing is ever written
-        into the peer, nor created or migrated there: a store at ``url`` must be a
-        Noema store at this Noema's schema. A ``peer_added`` event is logged in
-        this mind. The caller (``noema.access.current``) must be allowed to: on a
-        server, federation is off unless the operator allows it.
-
-        Args:
-            name: The subscription's name in this mind (letters, digits, ``_.-``).
-            mind: The peer mind's name in its store.
-            url: The peer's store; ``None`` (or this mind's own URL): this store.
-
-        Returns:
-            The subscription (the one already held, when it is the same).
-
-        Raises:
-            Forbidden: the caller may not subscribe to that mind or store.
-            InvalidInput: a bad name, this mind itself, or a name or peer already
-                subscribed to otherwise.
-            PolicyViolation: ``name`` or ``url`` holds a credential.
-            NotFound: that store holds no mind ``mind``.
-            ConfigError, StorageError: the store at ``url`` cannot be read: no
-                Noema store there (one message, whatever is there instead), one
-                at another schema, or a server that does not answer.
-        """
-        caller = access.current(self.caller)
-        return self._federation.subscribe(name, mind=mind, url=url, caller=caller)
-
-    @checked
-    def unfederate(self, name: str) -> Peer:
-        """End the subscription ``name`` (its trust goes with it); returns it as it was.
-
-        Raises:
-            NotFound: the mind has no subscription of that name.
-        """
-        return self._federation.unsubscribe(name)
-
-    def peers(self) -> list[Peer]:
-        """The mind's subscriptions to peer minds, by name."""
-        return self._federation.peers()
-
-    @checked
-    def peer_feedback(
-        self,
-        peer: str,
-        value: Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)],
-        *,
-        memory_id: str | None = None,
-    ) -> Peer:
-        """Tell the mind a peer's result was right or useful (up to 1) or not (down to -1).
-
-        Moves the mind's trust in ``peer``: ``alpha += max(value, 0)``,
-        ``beta += max(-value, 0)``; the discount of its results follows the
-        posterior's 10th percentile. ``memory_id``, the peer's memory the feedback
-        is about, is recorded in the ``peer_feedback`` event. (``feedback`` rates
-        this mind's own memories.)
-
-        Raises:
-            NotFound: the mind has no subscription of that name.
-        """
-        return self._federation.feedback(peer, value, memory_id=memory_id)
-
-    # ------------------------------------------------------------ task episodes
-
-    @checked
-    def record_episode(
-        self,
-        episode: SkipValidation[Episode | Mapping[str, Any] | None] = None,
-        *,
-        channel: Channel | str = Channel.TOOL,
-        **fields: Any,
-    ) -> EpisodeRecord:
-        """Record one agent run as a task episode (ADR 0022); pass it or its fields.
-
-        Fields: ``task`` and ``outcome`` (``success``, ``partial``, ``failure``)
-        are required; ``role``, ``agent``, ``approach``, ``actions`` (each with
-        ``tool``, ``arguments``, ``result``, ``duration_ms``, ``failed``),
-        ``learnings``, ``artifacts``, ``rating`` (0 to 1), ``at``, ``run``,
-        ``world`` and ``tags`` are optional. It is stored as an episodic
-        observation through the reconciler, on ``channel`` (``tool`` by default).
-
-        Raises:
-            InvalidInput: a field is missing or wrong, naming it.
-        """
-        if episode is not None and fields:
-            raise InvalidInput("episode: pass an Episode or its fields, not both", field="episode")
-        item = self._episode_input(fields if episode is None else episode, channel, "episode:")
-        memory = self._reconciler.remember([item])[0]
-        return task_episodes.record_of(memory, self.world_path(memory.world))
-
-    @checked
-    def record_episodes(
-        self,
-        episodes: SkipValidation[Iterable[Episode | Mapping[str, Any]]],
-        *,
-        channel: Channel | str = Channel.TOOL,
-        progress: Progress | None = None,
-    ) -> list[EpisodeRecord]:
-        """Record many episodes (an import, a backfill) as ``remember_many`` writes memories.
-
-        Every episode is checked before the first is written, so one bad episode
-        writes nothing; the error names it (``episode 3: ...``).
-        """
-        if isinstance(episodes, str | bytes | Mapping) or not isinstance(episodes, Iterable):
-            kind = type(episodes).__name__
-            raise InvalidInput(f"episodes: a list of episodes, not {kind}", field="episodes")
-        items = [
-            self._episode_input(episode, channel, f"episode {index}:")
-            for index, episode in enumerate(episodes, start=1)
-        ]
-        paths: dict[str, str] = {}
-        return [
-            task_episodes.record_of(m, paths.setdefault(m.world, self.world_path(m.world)))
-            for m in self.remember_many(items, progress=progress)
-        ]
-
-    def _episode_input(self, data: Any, channel: Channel | str, what: str) -> MemoryInput:
-        """The memory input of one episode (an ``Episode`` or a mapping), stamped now if undated."""
-        if isinstance(data, Episode):
-            episode = data
-        elif isinstance(data, Mapping):
-            try:
-                episode = Episode.model_validate(dict(data))
-            except ValidationError as exc:
-                raise from_validation(exc, what=what) from None
-        else:
-            kind = type(data).__name__
-            raise InvalidInput(f"{what} an Episode or a mapping, not {kind}", field="episode")
-        if episode.at is None:
-            episode = episode.model_copy(update={"at": self.clock.now()})
-        return task_episodes.as_input(
-            episode, channel=channel, what=what, policy=self.config.policy
-        )
-
-    @checked
-    def episode(self, memory_id: str) -> EpisodeRecord:
-        """The task episode stored as memory ``memory_id``.
-
-        Raises:
-            NotFound: there is no such memory, or it is not an episode.
-        """
-        memory = self.get(memory_id)
-        return task_episodes.record_of(memory, self.world_path(memory.world))
-
-    @checked
-    def episodes(
-        self,
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        outcome: Outcome | str | None = None,
-        tool: str | None = None,
-        world: WorldPath | None = None,
-        limit: Count = 50,
-    ) -> list[EpisodeRecord]:
-        """Recorded episodes, newest first, of a role, agent, outcome or tool when given.
-
-        ``world``: episodes in that world and its descendants only.
-        """
-        memories = task_episodes.scan(
-            self._engine,
-            self._episode_filters(role=role, agent=agent, outcome=outcome, tool=tool, world=world),
-            limit,
-        )
-        return [task_episodes.record_of(m, self.world_path(m.world)) for m in memories]
-
-    @checked
-    def recall_episodes(
-        self,
-        query: str = "",
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        outcome: Outcome | str | None = None,
-        tool: str | None = None,
-        prefer: Outcome | str = Outcome.SUCCESS,
-        world: WorldPath | None = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10,
-        peek: bool = False,
-    ) -> list[RecallResult]:
-        """Recall episodes by meaning *and* outcome: "what worked last time for this kind of task".
-
-        A recall (text, vector and the other components) among episodes only,
-        of a role, agent, outcome or tool when given, reranked by two more
-        components: ``outcome`` (1 for an episode that ended as ``prefer``,
-        success by default, 0.5 for a partial one) and ``rating``. Ask
-        ``outcome="failure"`` (or ``prefer="failure"``) for what failed.
-        """
-        prefer = task_episodes.outcome_of(prefer, "prefer")
-        filters = self._episode_filters(role=role, agent=agent, outcome=outcome, tool=tool)
-        pool = self.recall(
-            query,
-            limit=min(MAX_RECALL_LIMIT, limit * 3),
-            filters=filters,
-            world=world,
-            peek=peek,
-            federated=False,
-        )
-        return task_episodes.rank(pool, self.config.episodes, prefer=prefer, limit=limit)
-
-    @checked
-    def episode_stats(
-        self,
-        *,
-        role: str | None = None,
-        agent: str | None = None,
-        tool: str | None = None,
-        world: WorldPath | None = None,
-    ) -> EpisodeStats:
-        """Success rates of approaches, tools, roles and agents, as Beta posteriors.
-
-        Each is Beta(1 + successes, 1 + failures), a partial outcome counting
-        half each way, with its mean and central 90% interval; over the newest
-        20,000 active episodes (of a role, agent or tool, in a world, when given).
-        """
-        filters = self._episode_filters(role=role, agent=agent, tool=tool, world=world)
-        memories = task_episodes.scan(self._engine, filters)
-        return task_episodes.stats(map(task_episodes.episode_of, memories), self.clock.now())
-
-    def _episode_filters(self, *, world: str | None = None, **narrow: Any) -> RecallFilters:
-        """Filters for episodes; ``world`` adds that world's subtree (not its links)."""
-        base = RecallFilters()
-        if world:
-            tree = self._worlds.tree()
-            base = base.model_copy(update={"worlds": tuple(tree.subtree(tree.get(world)))})
-        return task_episodes.filters_for(base, **narrow)
-
-    # ------------------------------------------------------------ the workspace
-
-    @checked
-    def workspace(
-        self,
-        processes: Sequence[ProcessProtocol] | None = None,
-        *,
-        attention: AttentionConfig | None = None,
-        chat_model: Any = None,
-        embedder: Embedder | Embeddings | None = None,
-        timeout: float = 10.0,
-        max_failures: int = 3,
-        world: WorldPath = ROOT_WORLD,
-    ) -> Workspace:
-        """A global workspace over this mind; by default with attend, retrieve and reflect.
-
-        ``world``: the world it runs in (a path): what it attends to is remembered
-        there, and retrieve recalls inside it.
-        """
-        from processes import Attend, Reflect, Retrieve
-
-        chosen = list(processes) if processes is not None else [Attend(), Retrieve(), Reflect()]
-        return Workspace(
-            self._engine,
-            chosen,
-            chat_model=chat_model,
-            embedder=as_embedder(embedder) if embedder is not None else None,
-            attention=attention,
-            timeout=timeout,
-            max_failures=max_failures,
-            world=world,
-        )
-
-    @checked
-    def observe(
-        self,
-        content: str,
-        *,
-        channel: Channel | str = Channel.USER,
-        at: datetime | str | None = None,
-        salience: float = 0.8,
-        payload: Mapping[str, Any] | None = None,
-        world: WorldPath = ROOT_WORLD,
-    ) -> CycleReport:
-        """Feed one observation through one workspace cycle with the built-in processes.
-
-        ``world``: the world the cycle runs in (the observation is remembered
-        there; retrieve recalls inside it). Synchronous: do not call it from
-        inside a running event loop (use ``await mind.workspace().step([...])`` there).
-        """
-        try:
-            observation = Observation(
-                content=content,
-                channel=channel,
-                at=at,
-                salience=salience,
-                payload=dict(payload or {}),
-            )
-        except ValidationError as exc:
-            raise from_validation(exc) from None
-        if self.config.policy.secrets == "refuse":  # say so, rather than log a refusal
-            apply_secret_policy(observation, self.config.policy)
-
-        async def one_cycle() -> CycleReport:
-            workspace = self.workspace(world=world)
-            report = await workspace.step([observation])
-            await workspace.stop()
-            return report
-
-        return asyncio.run(one_cycle())
-
-    # ------------------------------------------------------------ maintenance
-
-    @checked
-    def wait_for_embeddings(
-        self, progress: Progress | None = None, *, timeout: float | None = None
-    ) -> bool:
-        """Wait until background embedding (of bulk ``remember_many`` writes) is done.
-
-        Returns False when ``timeout`` (seconds) ran out first. An error of the
-        background embedder is raised here.
-        """
-        return self._background.wait(progress, timeout)
-
-    @checked
-    def embed_missing(
-        self,
-        progress: Progress | None = None,
-        *,
-        batch: Count = 256,
-        stop: threading.Event | None = None,
-    ) -> int:
-        """Embed every memory that has no vector under the configured model; returns how many.
-
-        Idempotent and safe beside writers: each batch is embedded outside any
-        transaction and stored in its own. ``progress(done, total)`` follows it;
-        ``stop``, once set, ends it after the current batch.
-        """
-        return upkeep.embed_missing(self._engine, progress, batch=batch, stop=stop)
-
-    @checked
-    def reindex(self, progress: Progress | None = None, *, batch: Count = 1_000) -> int:
-        """Rebuild every memory's entity links and expanded keys; returns how many were read.
-
-        New memories get both as they are written; this brings memories written
-        before entity extraction (schema version 3) or key expansion (version 4)
-        existed into the graph and keys lanes, and refreshes keys after the
-        expansion changes. Idempotent: links are never duplicated, and keys
-        already up to date are not rewritten. Last, the worlds' composed vectors
-        are recomputed from the stored ones (stores from before they existed).
-        """
-        return upkeep.reindex(self._engine, progress, batch=batch)
-
-    def decay(self) -> DecayReport:
-        """Run the decay job now (idempotent; never deletes)."""
-        return run_decay(self.storage, self.info, self.config, self.clock)
-
-    @checked
-    def consolidate(
-        self,
-        *,
-        chat_model: Any = None,
-        min_group: int = consolidation.DEFAULT_MIN_GROUP,
-        min_shared: int = consolidation.DEFAULT_MIN_SHARED,
-        limit: Count = consolidation.DEFAULT_LIMIT,
-    ) -> consolidation.ReflectReport:
-        """Consolidate now: groups of related episodes become semantic or procedural memories.
-
-        Each new memory is ``derived_from`` its group's episodes; contradicting
-        members get ``contradicts`` edges, near-duplicates ``same_as`` proposals.
-        Idempotent (a second run writes nothing) and never deletes or changes
-        a memory. The ``reflect`` process and background job run the same.
-
-        Args:
-            chat_model: a LangChain chat model that writes the summaries;
-                without one (or where it fails) a deterministic offline method does.
-            min_group: fewest episodes a group needs (at least 2).
-            min_shared: fewest keywords two episodes must share (at least 1).
-            limit: most unconsolidated episodes read, the newest first.
-
-        Returns:
-            What the run read and wrote.
-        """
-        return consolidation.consolidate(
-            self._engine,
-            chat_model=chat_model,
-            min_group=min_group,
-            min_shared=min_shared,
-            limit=limit,
-        )
-
-    def run(
-        self,
-        observations: runtime.Source | None = None,
-        *,
-        cycles: int | None = None,
-        until_idle: bool = False,
-        plugins: Sequence[ProcessProtocol] | None = None,
-        chat_model: Any = None,
-        jobs: runtime.Jobs = True,
-        attention: AttentionConfig | None = None,
-        timeout: float = 10.0,
-        max_failures: int = 3,
-        stop: runtime.Stop | None = None,
-        on_cycle: Callable[[CycleReport], object] | None = None,
-        on_job: runtime.OnJob | None = None,
-        handle_signals: bool = False,
-    ) -> runtime.RunReport:
-        """Run the mind until its input ends, ``cycles`` pass, or it is stopped (see ``arun``).
-
-        Synchronous: it runs its own event loop, so it cannot be called inside a
-        running one (``await mind.arun(...)`` there).
-        """
-        options = runtime.run_options(**_keywords(locals(), "observations"))
-        return runtime.run(self._engine, observations, options)
-
-    async def arun(
-        self,
-        observations: runtime.Source | None = None,
-        *,
-        cycles: int | None = None,
-        until_idle: bool = False,
-        plugins: Sequence[ProcessProtocol] | None = None,
-        chat_model: Any = None,
-        jobs: runtime.Jobs = True,
-        attention: AttentionConfig | None = None,
-        timeout: float = 10.0,  # noqa: ASYNC109 (each hook's timeout, not the run's)
-        max_failures: int = 3,
-        stop: runtime.Stop | None = None,
-        on_cycle: Callable[[CycleReport], object] | None = None,
-        on_job: runtime.OnJob | None = None,
-        handle_signals: bool = False,
-    ) -> runtime.RunReport:
-        """Run the mind: its workspace, its background jobs and its input, until done.
-
-        The workspace holds attend, retrieve and reflect, and the plugins
-        (``plugins``, or else those of the ``noema.processes`` entry points);
-        the background jobs are ``decay``, ``reflect`` and, with an embedder,
-        ``embed-missing``. Each observation gets one cycle. The run stops when
-        the input ends (with ``until_idle``: when a cycle after it admits
-        nothing), after ``cycles`` cycles, when ``stop`` is set, or on SIGINT or
-        SIGTERM with ``handle_signals``; then every process's ``on_stop`` runs,
-        the workspace snapshot is saved and running jobs finish.
-
-        Args:
-            observations: observations, their content as strings, or mappings
-                of their fields, from an iterable or an async iterable (a list
-                or tuple is checked whole first). ``None``: empty cycles only,
-                so ``cycles`` or ``until_idle`` is needed.
-            cycles: stop after this many cycles.
-            until_idle: after the input, cycle until nothing wins attention.
-            plugins: processes beside the built-ins; one with a built-in's name
-                (e.g. ``Reflect(every=3)``) takes its place. ``None``: discovered.
-            chat_model: a LangChain chat model for the processes and the reflect job.
-            jobs: ``True``: background jobs on the default intervals; a
-                ``JobsConfig``: on its intervals; ``False``: none.
-            attention: the attention competition's weights and capacity.
-            timeout: seconds a process hook may take before it counts as failed.
-            max_failures: failures after which a process is quarantined.
-            stop: a ``threading.Event`` or ``asyncio.Event``; set it to stop
-                after the cycle under way.
-            on_cycle: called with each cycle's report.
-            on_job: called with each background job run, in the job's thread.
-            handle_signals: stop cleanly on SIGINT and SIGTERM (main thread).
-
-        Returns:
-            What the run did: its cycles, why it stopped, its processes, and
-            its jobs' counts of runs.
-
-        Raises:
-            InvalidInput: an argument is wrong; the error names it.
-        """
-        options = runtime.run_options(**_keywords(locals(), "observations"))
-        return await runtime.arun(self._engine, observations, options)
-
-    @checked
-    def verify(self, *, against: Checkpoint | None = None) -> VerifyReport:
-        """Check the audit chain, its events, and every row of the mind against them.
-
-        Memories, edges, worlds, world links, history spans, peers and the
-        mind's own row; a stored value that cannot be read is a finding too.
-        ``against``: a ``checkpoint()`` kept outside the database; the chain
-        must still hold its entry, so a cut-off tail or rewritten history shows.
-        """
-        if against is not None and against.mind_id != self.id:
-            raise InvalidInput(f"checkpoint: it is of another mind, not {self.name!r}")
-        with self.storage.transaction(write=False) as session:
-            return verify_records(
-                iter_audit(session, self.id),
-                iter_events(session, self.id),
-                iter_memories(session, self.id),
-                iter_relationships(session, self.id),
-                stored=session.run(ops.ReadStoredRows(self.id)),
-                against=against,
-            )
-
-    def checkpoint(self) -> Checkpoint:
-        """The head of the audit chain now: keep it elsewhere, verify against it later."""
-        with self.storage.transaction(write=False) as session:
-            return checkpoint_of(self.id, session.run(ops.AuditHead(self.id)))
-
-    @checked
-    def export_lines(self, *, world: WorldPath | None = None) -> list[str]:
-        """The mind as JSONL lines (no newlines), from one consistent snapshot.
-
-        ``world``: only that world and its descendants, with the edges between
-        their memories and no events or audit chain (such a file is not restorable).
-        """
-        return export_lines(self.storage, self.info, world)
-
-    def export(self, fp: IO[str], *, world: str | None = None) -> int:
-        """Write the mind (or one ``world`` of it) as JSONL to ``fp``; returns the line count."""
-        if not callable(getattr(fp, "write", None)):
-            raise InvalidInput(f"fp: a text file open for writing, not {type(fp).__name__}")
-        count = 0
-        for line in self.export_lines(world=world):
-            fp.write(line + "\n")
-            count += 1
-        return count
-
-    def import_(
-        self, source: IO[bytes] | IO[str] | Iterable[bytes | str] | ExportData
-    ) -> dict[str, int]:
-        """Restore an export into this mind, which must be empty; all or nothing.
-
-        ``source`` is the export's lines (a file or any iterable), or an
-        ``ExportData`` already checked with ``noema.memory.upkeep.transfer.parse_export``.
-        """
-        if isinstance(source, ExportData):
-            return restore(self.storage, self.info, source)
-        if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
-            raise InvalidInput(f"source: an export's lines or file, not {type(source).__name__}")
-        data = parse_export(source)
-        return restore(self.storage, self.info, data, self.config.policy)

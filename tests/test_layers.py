@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("concepts", "noema", "workspace", "processes", "tui")
 
 #: The face: the public API and the entry points; it may import everything.
-FACE = ("noema", "noema.mind", "noema.async_mind", "noema.runtime")
+FACE = ("noema", "noema.mind", "noema.async_mind", "noema.runtime", "noema._mind")
 #: The operations every face derives from (``noema.operations``): the face's own layer.
 OPERATIONS = "noema.operations"
 #: Faces proper: each talks to the mind through ``Mind`` and never to another face.
@@ -38,7 +38,11 @@ def _layer(module: str) -> str:
     top = module.split(".")[0]
     if top != "noema":
         return top
-    if module in FACE or module == OPERATIONS or module.startswith(f"{OPERATIONS}."):
+    if (
+        module in FACE
+        or module.startswith(("noema._mind.", f"{OPERATIONS}."))
+        or module == OPERATIONS
+    ):
         return "face"
     if any(module == f or module.startswith(f"{f}.") for f in FACES):
         return "face"
