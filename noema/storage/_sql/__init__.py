@@ -6,7 +6,8 @@ become Noema's in one place (``session``). Most operations are the same SQL on
 both backends but for the dialect; their handlers are written here once, over
 the session's small cursor API, one module per part of the store: ``memories``,
 ``history``, ``edges``, ``worlds``, ``log``, ``state``, ``peers``, ``verify``.
-Backends add the handlers whose SQL is their own; this package is their one door.
+Backends add the handlers whose SQL is their own, calling the shared ones they
+build on by module (``_sql.history.keep_history``).
 """
 
 from __future__ import annotations
@@ -15,31 +16,9 @@ from typing import Any
 
 from noema.storage import ops
 from noema.storage._sql import edges, history, log, memories, peers, state, verify, worlds
-from noema.storage._sql.history import keep_history
-from noema.storage._sql.log import tombstone_events
-from noema.storage._sql.memories import (
-    delete_memory_links,
-    insert_memory_rows,
-    search_entities,
-    set_memory_columns,
-)
 from noema.storage._sql.session import Handler, SqlSession
-from noema.storage._sql.state import acquire_lease, drop_lease, release_lease
 
-__all__ = [
-    "SHARED_HANDLERS",
-    "Handler",
-    "SqlSession",
-    "acquire_lease",
-    "delete_memory_links",
-    "drop_lease",
-    "insert_memory_rows",
-    "keep_history",
-    "release_lease",
-    "search_entities",
-    "set_memory_columns",
-    "tombstone_events",
-]
+__all__ = ["SHARED_HANDLERS", "Handler", "SqlSession"]
 
 #: The operations whose handler is the same on both SQL backends.
 SHARED_HANDLERS: dict[type[Any], Handler] = {

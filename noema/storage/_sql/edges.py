@@ -43,15 +43,12 @@ def find_relationships(s: SqlSession, op: ops.FindRelationships) -> list[Relatio
         query += " AND " + dialect.any_of("id", op.ids, params)
     if op.memory_ids is not None:
         # Either end, each by its own index (an OR of the two is a scan of the mind's edges).
-        mark = dialect.mark
-        params.append(op.mind_id)
-        src = dialect.any_of("src", op.memory_ids, params)
-        params.append(op.mind_id)
-        dst = dialect.any_of("dst", op.memory_ids, params)
-        query += (
-            f" AND id IN (SELECT id FROM relationships WHERE mind_id = {mark} AND {src}"
-            f" UNION ALL SELECT id FROM relationships WHERE mind_id = {mark} AND {dst})"
-        )
+        ends = []
+        for end in ("src", "dst"):
+            params.append(op.mind_id)
+            among = dialect.any_of(end, op.memory_ids, params)
+            ends.append(f"SELECT id FROM relationships WHERE mind_id = {dialect.mark} AND {among}")
+        query += f" AND id IN ({' UNION ALL '.join(ends)})"
     if op.relations:
         query += " AND " + dialect.any_of("relation", [r.value for r in op.relations], params)
     if op.statuses:
