@@ -34,7 +34,7 @@ def task_of(inputs: Any) -> str:
     messages = _messages(inputs)
     if messages:
         for message in reversed(messages):
-            text = _human_text(message)
+            text = _message_text(message) if _role(message) == "human" else None
             if text is not None and text.strip():
                 return text
     if isinstance(inputs, str):
@@ -87,10 +87,6 @@ def _role(message: Any) -> str | None:
         if isinstance(role, str):
             return {"user": "human", "assistant": "ai"}.get(role, role)
     return None
-
-
-def _human_text(message: Any) -> str | None:
-    return _message_text(message) if _role(message) == "human" else None
 
 
 def _message_text(message: Any) -> str:

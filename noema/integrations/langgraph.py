@@ -308,13 +308,12 @@ class NoemaStore(BaseStore):
         memory = self._current(world, str(op.key))
         return None if memory is None else self._item(memory, tuple(op.namespace))
 
-    def _current(self, world: str, key: str) -> Memory | None:
-        """The memory holding the item ``key`` of ``world`` now, if there is one."""
-        return self._newest_item({"key": memory_key(key), "worlds": [world]})
-
-    def _newest_item(self, filters: dict[str, Any]) -> Memory | None:
-        """The newest of the store's memories passing ``filters``, if it holds an item."""
-        found = self.mind.timeline({**filters, "tags": [self.tag]}, limit=1)
+    def _current(self, world: str, key: str | None = None) -> Memory | None:
+        """The memory holding the item ``key`` of ``world`` now (no key: any item's), if any."""
+        filters: dict[str, Any] = {"worlds": [world], "tags": [self.tag]}
+        if key is not None:
+            filters["key"] = memory_key(key)
+        found = self.mind.timeline(filters, limit=1)
         return found[0] if found and record_of(found[0]) is not None else None
 
     def _search(self, op: SearchOp, paths: Mapping[str, str]) -> list[SearchItem]:
@@ -397,7 +396,7 @@ class NoemaStore(BaseStore):
             if len(shown) >= limit:
                 break
             cut = namespace if op.max_depth is None else namespace[: max(op.max_depth, 0)]
-            if cut in seen or self._newest_item({"worlds": [world]}) is None:
+            if cut in seen or self._current(world) is None:
                 continue
             seen.add(cut)
             if len(seen) > offset:

@@ -266,28 +266,18 @@ class NoemaRunRecorder(BaseCallbackHandler):
         self._start(run_id, parent_run_id, inputs, name=kwargs.get("name"))
 
     @_guarded
-    def on_chain_end(
-        self,
-        outputs: dict[str, Any],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any) -> None:
         """Record the episode of a root run that finished."""
         self._finish(run_id, output=outputs, inputs=kwargs.get("inputs"))
 
     @_guarded
-    def on_chain_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
-        """Record the episode of a root run that raised, as a failure."""
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record the episode of a root run (chain or retriever) that raised, as a failure."""
         self._finish(run_id, error=error, inputs=kwargs.get("inputs"))
 
-    # ------------------------------------------------------------ retrievers
+    # ------------------------------------------------------------ retrievers: followed as chains
+
+    on_retriever_error = on_chain_error
 
     @_guarded
     def on_retriever_start(
@@ -304,25 +294,10 @@ class NoemaRunRecorder(BaseCallbackHandler):
 
     @_guarded
     def on_retriever_end(
-        self,
-        documents: Sequence[Document],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
+        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
     ) -> None:
         """Record the episode of a root retriever run that finished."""
         self._finish(run_id, output=list(documents))
-
-    @_guarded
-    def on_retriever_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
-        """Record the episode of a root retriever run that raised, as a failure."""
-        self._finish(run_id, error=error)
 
     # ------------------------------------------------------------ tools
 
@@ -349,26 +324,14 @@ class NoemaRunRecorder(BaseCallbackHandler):
                 run.calls[run_id] = call
 
     @_guarded
-    def on_tool_end(
-        self,
-        output: Any,
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """End an action with its result (an error ``ToolMessage`` marks it failed)."""
         failed = isinstance(output, ToolMessage) and output.status == "error"
         self._end_call(run_id, render(output), failed=failed)
         self._finish(run_id, output=output)
 
     @_guarded
-    def on_tool_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """End an action as failed, with the error as its result."""
         self._end_call(run_id, error_text(error), failed=True)
         self._finish(run_id, error=error)
@@ -491,19 +454,6 @@ class NoemaRunRecorder(BaseCallbackHandler):
 # ------------------------------------------------------------ building the episode
 
 
-def _actions(calls: list[_Call], limit: int = MAX_SUMMARY_CHARS) -> tuple[Action, ...]:
-    return tuple(
-        Action(
-            tool=call.tool,
-            arguments=shorten(call.arguments, limit),
-            result=shorten(call.result, limit),
-            duration_ms=call.duration_ms,
-            failed=call.failed,
-        )
-        for call in calls
-    )
-
-
 def _fitted(fields: dict[str, Any], calls: list[_Call]) -> Episode:
     """The episode, its action summaries halved until it fits a memory's payload.
 
@@ -513,7 +463,17 @@ def _fitted(fields: dict[str, Any], calls: list[_Call]) -> Episode:
     limit = MAX_SUMMARY_CHARS
     while True:
         try:
-            return Episode(**fields, actions=_actions(calls, limit))
+            actions = [
+                Action(
+                    tool=call.tool,
+                    arguments=shorten(call.arguments, limit),
+                    result=shorten(call.result, limit),
+                    duration_ms=call.duration_ms,
+                    failed=call.failed,
+                )
+                for call in calls
+            ]
+            return Episode(**fields, actions=tuple(actions))
         except ValidationError:
             if limit == 0:
                 raise
