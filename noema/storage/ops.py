@@ -1,8 +1,8 @@
 """The typed operations of the storage contract (ADR 0002).
 
 Every operation is a frozen record; ``Session.run(op)`` returns the result type
-the operation declares (``Op[R]``). One on the rows of a single mind is a
-``MindOp``; one that changes the store says so (``Writes``). Backends implement a
+the operation declares (``Op[R]``). One on the rows of a single mind says so
+(``OnMind``), as does one that changes the store (``Writes``). Backends implement a
 handler per operation and nothing else: all memory logic (reconciler, scoring,
 decay, audit) lives above them.
 """
@@ -74,8 +74,8 @@ class Writes:
 
 
 @dataclass(frozen=True, slots=True)
-class MindOp(Op[R]):
-    """An operation on the rows of one mind, ``mind_id``."""
+class OnMind:
+    """Marks an operation on the rows of one mind, ``mind_id`` (its first field)."""
 
     mind_id: str
 
@@ -108,7 +108,7 @@ class InsertMemories(Op[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateMemories(MindOp[None], Writes):
+class UpdateMemories(Op[None], OnMind, Writes):
     """Change mutable fields (``MUTABLE_FIELDS``) of memories of one mind.
 
     A change of ``keys`` re-indexes them: afterwards only the new keys match. A
@@ -121,28 +121,28 @@ class UpdateMemories(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class GetMemories(MindOp[list[Memory]]):
+class GetMemories(Op[list[Memory]], OnMind):
     """The memories of one mind with ``ids``, whatever their status; unknown ids are skipped."""
 
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class FindActiveByHash(MindOp[list[Memory]]):
+class FindActiveByHash(Op[list[Memory]], OnMind):
     """The active memories of one mind whose ``content_hash`` is one of ``hashes``."""
 
     hashes: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class FindActiveByKey(MindOp[list[Memory]]):
+class FindActiveByKey(Op[list[Memory]], OnMind):
     """The active memories of one mind whose ``key`` is one of ``keys``."""
 
     keys: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class SearchText(MindOp[list[tuple[Memory, float]]]):
+class SearchText(Op[list[tuple[Memory, float]]], OnMind):
     """Full-text candidates with a raw rank (higher is better), best first.
 
     ``terms`` are plain words; the backend quotes them for its own syntax.
@@ -160,7 +160,7 @@ class SearchText(MindOp[list[tuple[Memory, float]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class ScanMemories(MindOp[list[Memory]]):
+class ScanMemories(Op[list[Memory]], OnMind):
     """Memories in ``id`` order (keyset paging with ``after_id``) or newest first.
 
     ``recent``: the latest valid time (``valid_from``) first; ``recorded``: the
@@ -175,7 +175,7 @@ class ScanMemories(MindOp[list[Memory]]):
 
 
 @dataclass(frozen=True, slots=True)
-class ScanActivation(MindOp[list[tuple[str, float, datetime, float]]]):
+class ScanActivation(Op[list[tuple[str, float, datetime, float]]], OnMind):
     """``(id, activation, activation_at, importance)`` of memories in id order, for decay."""
 
     after_id: str | None
@@ -183,12 +183,12 @@ class ScanActivation(MindOp[list[tuple[str, float, datetime, float]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class CountMemories(MindOp[list[tuple[str, str, int]]]):
+class CountMemories(Op[list[tuple[str, str, int]]], OnMind):
     """``(kind, status, count)`` rows for one mind."""
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryStates(MindOp[dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]]):
+class MemoryStates(Op[dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]], OnMind):
     """``(status, lifecycle, valid_to, since)`` that memories of ``ids`` had at ``at``.
 
     ``since`` is when that state began (its span's ``sys_from``). Only memories
@@ -206,14 +206,14 @@ HistorySpan = tuple[str, datetime, datetime, Status, Lifecycle, datetime | None]
 
 
 @dataclass(frozen=True, slots=True)
-class GetHistory(MindOp[list[HistorySpan]]):
+class GetHistory(Op[list[HistorySpan]], OnMind):
     """The history spans of the memories ``ids``, by memory id then ``sys_from``."""
 
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class PutHistory(MindOp[None], Writes):
+class PutHistory(Op[None], OnMind, Writes):
     """Store history spans as they are (a restore); a span already held is refused."""
 
     spans: Sequence[HistorySpan]
@@ -230,19 +230,19 @@ class PutWorlds(Op[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class ListWorlds(MindOp[list[World]]):
+class ListWorlds(Op[list[World]], OnMind):
     """Every stored world of a mind (the root is never stored), by id."""
 
 
 @dataclass(frozen=True, slots=True)
-class CountWorlds(MindOp[dict[str, int]]):
+class CountWorlds(Op[dict[str, int]], OnMind):
     """How many memories of each ``statuses`` each world of a mind holds (none: left out)."""
 
     statuses: Sequence[Status] = (Status.ACTIVE,)
 
 
 @dataclass(frozen=True, slots=True)
-class PutWorldLink(MindOp[bool], Writes):
+class PutWorldLink(Op[bool], OnMind, Writes):
     """Link world ``src`` to ``dst`` (``refers_to``); False when they were linked already."""
 
     src: str
@@ -251,7 +251,7 @@ class PutWorldLink(MindOp[bool], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteWorldLink(MindOp[bool], Writes):
+class DeleteWorldLink(Op[bool], OnMind, Writes):
     """Remove the link from ``src`` to ``dst``; False when there was none."""
 
     src: str
@@ -259,7 +259,7 @@ class DeleteWorldLink(MindOp[bool], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class ListWorldLinks(MindOp[list[tuple[str, str]]]):
+class ListWorldLinks(Op[list[tuple[str, str]]], OnMind):
     """``(src, dst)`` of every world link of a mind, in that order."""
 
 
@@ -269,7 +269,7 @@ WorldSum = tuple[np.ndarray, int]
 
 
 @dataclass(frozen=True, slots=True)
-class GetWorldVectors(MindOp[dict[str, WorldSum]]):
+class GetWorldVectors(Op[dict[str, WorldSum]], OnMind):
     """The composed vectors under ``(model, dims)`` of ``worlds`` (``None``: every world)."""
 
     model: str
@@ -278,7 +278,7 @@ class GetWorldVectors(MindOp[dict[str, WorldSum]]):
 
 
 @dataclass(frozen=True, slots=True)
-class AddWorldVectors(MindOp[None], Writes):
+class AddWorldVectors(Op[None], OnMind, Writes):
     """Add ``(sum, count)`` deltas to worlds' composed vectors under ``(model, dims)``.
 
     A world with no composed vector yet starts from zero; a negative delta takes
@@ -291,7 +291,7 @@ class AddWorldVectors(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class WorldVectorModels(MindOp[list[tuple[str, int]]]):
+class WorldVectorModels(Op[list[tuple[str, int]]], OnMind):
     """The ``(model, dims)`` under which a mind holds composed world vectors."""
 
 
@@ -299,7 +299,7 @@ class WorldVectorModels(MindOp[list[tuple[str, int]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class PutVectors(MindOp[None], Writes):
+class PutVectors(Op[None], OnMind, Writes):
     """Store (or replace) the vectors of memories under ``model``.
 
     ``vectors`` holds one unit float32 row per id; its width is the dimensions.
@@ -312,7 +312,7 @@ class PutVectors(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class GetVectors(MindOp[dict[str, np.ndarray]]):
+class GetVectors(Op[dict[str, np.ndarray]], OnMind):
     """The vectors under ``(model, dims)`` of those of ``ids`` that have one."""
 
     model: str
@@ -321,7 +321,7 @@ class GetVectors(MindOp[dict[str, np.ndarray]]):
 
 
 @dataclass(frozen=True, slots=True)
-class MissingVectors(MindOp[list[tuple[str, str, datetime]]]):
+class MissingVectors(Op[list[tuple[str, str, datetime]]], OnMind):
     """``(id, content, valid_from)`` of memories with no vector under ``(model, dims)``.
 
     In id order; ``valid_from`` is UTC, for embedders that put the date in the text.
@@ -334,7 +334,7 @@ class MissingVectors(MindOp[list[tuple[str, str, datetime]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class CountVectors(MindOp[tuple[int, int]]):
+class CountVectors(Op[tuple[int, int]], OnMind):
     """``(memories with a vector under (model, dims), all memories)`` of one mind."""
 
     model: str
@@ -350,7 +350,7 @@ class Nearest(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class SearchVectors(MindOp[list[Nearest]]):
+class SearchVectors(Op[list[Nearest]], OnMind):
     """Nearest memories to ``query`` under ``(model, len(query))``: exact cosine, best first.
 
     A backend may find candidates with an approximate index but scores them
@@ -366,14 +366,14 @@ class SearchVectors(MindOp[list[Nearest]]):
 
 
 @dataclass(frozen=True, slots=True)
-class PutEntities(MindOp[None], Writes):
+class PutEntities(Op[None], OnMind, Writes):
     """Link memories to entity nodes: ``(memory_id, entity)`` rows; repeats are ignored."""
 
     refs: Sequence[tuple[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
-class SearchEntities(MindOp[list[tuple[Memory, int]]]):
+class SearchEntities(Op[list[tuple[Memory, int]]], OnMind):
     """Memories referring to any of ``entities``, with how many they refer to.
 
     Most entities first, then newest first; only memories passing the filters.
@@ -399,7 +399,7 @@ class InsertRelationships(Op[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class SetRelationshipStatus(MindOp[None], Writes):
+class SetRelationshipStatus(Op[None], OnMind, Writes):
     """Set the ``status`` of one relationship of a mind, decided at ``decided_at``."""
 
     id: str
@@ -408,7 +408,7 @@ class SetRelationshipStatus(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class FindRelationships(MindOp[list[Relationship]]):
+class FindRelationships(Op[list[Relationship]], OnMind):
     """Edges of one mind touching ``memory_ids`` (either end), or with ``ids``, in id order."""
 
     ids: Sequence[str] | None = None
@@ -428,21 +428,21 @@ CoEdge = tuple[str, str, float, datetime]
 
 
 @dataclass(frozen=True, slots=True)
-class GetCooccurrence(MindOp[list[CoEdge]]):
+class GetCooccurrence(Op[list[CoEdge]], OnMind):
     """The co-occurrence edges with both ends among ``ids``, ordered by ``(a, b)``."""
 
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class PutCooccurrence(MindOp[None], Writes):
+class PutCooccurrence(Op[None], OnMind, Writes):
     """Write co-occurrence edges, replacing the stored weight of any pair already held."""
 
     edges: Sequence[CoEdge]
 
 
 @dataclass(frozen=True, slots=True)
-class ScanCooccurrence(MindOp[list[CoEdge]]):
+class ScanCooccurrence(Op[list[CoEdge]], OnMind):
     """A page of a mind's co-occurrence edges stored with at least ``min_weight``.
 
     Ordered by ``(a, b)``; ``after`` is the last pair of the previous page.
@@ -466,7 +466,7 @@ class AppendEvents(Op[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class ListEvents(MindOp[list[Event]]):
+class ListEvents(Op[list[Event]], OnMind):
     """Events of one mind in append order."""
 
     memory_id: str | None = None
@@ -478,19 +478,19 @@ class ListEvents(MindOp[list[Event]]):
 
 
 @dataclass(frozen=True, slots=True)
-class AuditHead(MindOp[AuditEntry | None]):
+class AuditHead(Op[AuditEntry | None], OnMind):
     """The last entry of a mind's audit chain; in a write session, the chain is locked."""
 
 
 @dataclass(frozen=True, slots=True)
-class AppendAudit(MindOp[None], Writes):
+class AppendAudit(Op[None], OnMind, Writes):
     """Append entries, already chained (seq and hashes set), to the end of a mind's audit chain."""
 
     entries: Sequence[AuditEntry]
 
 
 @dataclass(frozen=True, slots=True)
-class ListAudit(MindOp[list[AuditEntry]]):
+class ListAudit(Op[list[AuditEntry]], OnMind):
     """A mind's audit entries after ``after_seq``, in chain order, at most ``limit`` of them."""
 
     after_seq: int = 0
@@ -498,14 +498,14 @@ class ListAudit(MindOp[list[AuditEntry]]):
 
 
 @dataclass(frozen=True, slots=True)
-class GetAuditEntry(MindOp[AuditEntry | None]):
+class GetAuditEntry(Op[AuditEntry | None], OnMind):
     """The audit entry of one event of a mind, if the chain holds one."""
 
     event_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class IsEmpty(MindOp[bool]):
+class IsEmpty(Op[bool], OnMind):
     """True when the mind holds no memory, relationship, event or audit entry."""
 
 
@@ -513,7 +513,7 @@ class IsEmpty(MindOp[bool]):
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeMemories(MindOp[int], Writes):
+class PurgeMemories(Op[int], OnMind, Writes):
     """Delete memories for good, with their vectors, entity links, full-text entries and edges.
 
     The only operation that deletes memory rows (``noema forget``). Backends also
@@ -526,7 +526,7 @@ class PurgeMemories(MindOp[int], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class TombstoneEvents(MindOp[None], Writes):
+class TombstoneEvents(Op[None], OnMind, Writes):
     """Replace the payloads of events that quoted purged text; ids, kinds and times stay."""
 
     ids: Sequence[str]
@@ -537,7 +537,7 @@ class TombstoneEvents(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class SaveSnapshot(MindOp[None], Writes):
+class SaveSnapshot(Op[None], OnMind, Writes):
     """Replace a mind's workspace snapshot (JSON text) as of ``cycle``."""
 
     cycle: int
@@ -546,7 +546,7 @@ class SaveSnapshot(MindOp[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class LoadSnapshot(MindOp[tuple[int, str] | None]):
+class LoadSnapshot(Op[tuple[int, str] | None], OnMind):
     """``(cycle, data)`` of a mind's last workspace snapshot, if any."""
 
 
@@ -577,21 +577,21 @@ class ReleaseLease(Op[None], Writes):
 
 
 @dataclass(frozen=True, slots=True)
-class PutPeer(MindOp[None], Writes):
+class PutPeer(Op[None], OnMind, Writes):
     """Store a mind's subscription to a peer, or replace the one of that name (its trust)."""
 
     peer: Peer
 
 
 @dataclass(frozen=True, slots=True)
-class DeletePeer(MindOp[bool], Writes):
+class DeletePeer(Op[bool], OnMind, Writes):
     """Remove a mind's subscription ``name``; False when it had none of that name."""
 
     name: str
 
 
 @dataclass(frozen=True, slots=True)
-class ListPeers(MindOp[list[Peer]]):
+class ListPeers(Op[list[Peer]], OnMind):
     """Every subscription of a mind, by name."""
 
 
@@ -616,7 +616,7 @@ class StoredRows:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadStoredRows(MindOp[StoredRows]):
+class ReadStoredRows(Op[StoredRows], OnMind):
     """The mind's row, worlds, world links, history spans and peers, for verify."""
 
 
