@@ -56,12 +56,8 @@ The mapping:
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from itertools import chain, count
 from typing import Any, TypeVar
 
@@ -71,13 +67,11 @@ from langgraph.store.base import (
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
-    get_text_at_path,
     validate_op_namespace,
 )
 from pydantic import ValidationError
@@ -94,19 +88,28 @@ from concepts import (
     RelationStatus,
     Status,
 )
-from concepts.models import MAX_KEY_CHARS, MAX_RECALL_LIMIT, normalise_content
-from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME, normalise_world_path, world_names
+from concepts.models import MAX_RECALL_LIMIT, normalise_content
+from concepts.paths import MAX_WORLD_DEPTH, normalise_world_path, world_names
 from noema.async_mind import AsyncMind
 from noema.clock import iso
 from noema.errors import InvalidInput
+from noema.integrations._langgraph_filter import matcher, matches
+from noema.integrations._langgraph_mapping import (
+    PAYLOAD_FIELD,
+    indexed_text,
+    item_fields,
+    label_of_name,
+    memory_key,
+    name_of_label,
+    record_of,
+    within,
+)
 from noema.mind import Mind
 
 __all__ = ["DEFAULT_TAG", "PAYLOAD_FIELD", "NoemaItem", "NoemaSearchItem", "NoemaStore"]
 
 #: The tag every item's memory carries: what sets the store's items apart.
 DEFAULT_TAG = "langgraph"
-#: The payload field that holds an item (its key, value and index settings).
-PAYLOAD_FIELD = "langgraph"
 #: Why an item's memory is retracted when the item is deleted.
 DELETED = "deleted from the LangGraph store"
 #: Why the version it superseded is retracted with it.
@@ -114,12 +117,6 @@ DELETED_EARLIER = "an earlier value of an item deleted from the LangGraph store"
 
 T = TypeVar("T")
 
-_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_PLAIN = _ALNUM | {"_", "-"}
-#: Starts a world name whose label starts with an escape (a name cannot start with ``.``).
-_MARK = "_"
-_ESCAPE = re.compile(r"\.([0-9A-F]{2})")
-_NAME_CHARS = 64
 #: Most memories one search reads past the filter; recall answers at most this many.
 _MAX_POOL = MAX_RECALL_LIMIT
 _MIN_POOL = 50
@@ -311,34 +308,35 @@ class NoemaStore(BaseStore):
         memory = self._current(world, str(op.key))
         return None if memory is None else self._item(memory, tuple(op.namespace))
 
-    def _current(self, world: str, key: str) -> Memory | None:
-        """The memory holding the item ``key`` of ``world`` now, if there is one."""
-        found = self.mind.timeline(
-            {"key": _memory_key(key), "worlds": [world], "tags": [self.tag]}, limit=1
-        )
-        return found[0] if found and _record(found[0]) is not None else None
+    def _current(self, world: str, key: str | None = None) -> Memory | None:
+        """The memory holding the item ``key`` of ``world`` now (no key: any item's), if any."""
+        filters: dict[str, Any] = {"worlds": [world], "tags": [self.tag]}
+        if key is not None:
+            filters["key"] = memory_key(key)
+        found = self.mind.timeline(filters, limit=1)
+        return found[0] if found and record_of(found[0]) is not None else None
 
     def _search(self, op: SearchOp, paths: Mapping[str, str]) -> list[SearchItem]:
         prefix = self._path(op.namespace_prefix)
         limit, offset = max(op.limit, 0), max(op.offset, 0)
         if prefix is None or limit == 0:
             return []
-        scope = {world: path for world, path in paths.items() if _within(path, prefix)}
+        scope = {world: path for world, path in paths.items() if within(path, prefix)}
         if not scope:
             return []
-        check = _matcher(op.filter)
+        check = matcher(op.filter)
         want = offset + limit
         pool = want if op.filter is None else max(2 * want, _MIN_POOL)
-        if op.query and op.query.strip():
-            return self._recall(op.query, prefix, scope, check, want, pool)[offset:]
         filters: dict[str, Any] = {"tags": [self.tag]}
         if prefix:
             filters["worlds"] = sorted(scope)
+        if op.query and op.query.strip():
+            return self._recall(op.query, prefix, scope, filters, check, want, pool)[offset:]
         while True:
             memories = self.mind.timeline(filters, limit=pool)
             listed: list[SearchItem] = []
             for memory in memories:
-                record, path = _record(memory), scope.get(memory.world)
+                record, path = record_of(memory), scope.get(memory.world)
                 if record is not None and path is not None and check(record["value"]):
                     listed.append(self._search_item(memory, path))
             if len(listed) >= want or len(memories) < pool:
@@ -350,14 +348,12 @@ class NoemaStore(BaseStore):
         query: str,
         prefix: str,
         scope: Mapping[str, str],
+        filters: Mapping[str, Any],
         check: Callable[[Any], bool],
         want: int,
         pool: int,
     ) -> list[SearchItem]:
         """The best ``want`` items for ``query`` that pass ``check``, from one recall."""
-        filters: dict[str, Any] = {"tags": [self.tag]}
-        if prefix:
-            filters["worlds"] = sorted(scope)
         pool = min(pool, _MAX_POOL)
         while True:
             results = self.mind.recall(
@@ -370,7 +366,7 @@ class NoemaStore(BaseStore):
             )
             found: list[SearchItem] = []
             for result in results:
-                record, path = _record(result.memory), scope.get(result.memory.world)
+                record, path = record_of(result.memory), scope.get(result.memory.world)
                 if record is None or path is None or not record.get("indexed", True):
                     continue
                 if check(record["value"]):
@@ -390,7 +386,7 @@ class NoemaStore(BaseStore):
             namespace = self._namespace(info.path)
             if not namespace or not info.memories:
                 continue
-            if all(_matches(condition, namespace) for condition in conditions):
+            if all(matches(condition, namespace) for condition in conditions):
                 candidates.append((namespace, info.id))
         candidates.sort()
         limit, offset = max(op.limit, 0), max(op.offset, 0)
@@ -400,16 +396,12 @@ class NoemaStore(BaseStore):
             if len(shown) >= limit:
                 break
             cut = namespace if op.max_depth is None else namespace[: max(op.max_depth, 0)]
-            if cut in seen or not self._holds_items(world):
+            if cut in seen or self._current(world) is None:
                 continue
             seen.add(cut)
             if len(seen) > offset:
                 shown.append(cut)
         return shown
-
-    def _holds_items(self, world: str) -> bool:
-        found = self.mind.timeline({"tags": [self.tag], "worlds": [world]}, limit=1)
-        return bool(found) and _record(found[0]) is not None
 
     # ------------------------------------------------------------ writing
 
@@ -427,7 +419,7 @@ class NoemaStore(BaseStore):
                     for m in held
                     if m.lifecycle != Lifecycle.REJECTED
                     and self.tag in m.tags
-                    and _record(m) is not None
+                    and record_of(m) is not None
                 ),
                 None,
             )
@@ -445,7 +437,7 @@ class NoemaStore(BaseStore):
     def _held(self, world: str, key: str) -> list[Memory]:
         """Every active memory with the item's key in ``world``, store item or not."""
         return self.mind.timeline(
-            {"key": _memory_key(key), "worlds": [world], "lifecycles": list(Lifecycle)},
+            {"key": memory_key(key), "worlds": [world], "lifecycles": list(Lifecycle)},
             limit=100,
         )
 
@@ -458,14 +450,14 @@ class NoemaStore(BaseStore):
         current: Memory | None,
         held: Sequence[Memory],
     ) -> dict[str, Any]:
-        text, indexed = _content(value, index)
+        text, indexed = indexed_text(value, index)
         record: dict[str, Any] = {
             "key": key,
             "value": value,
             "index": list(index) if isinstance(index, list | tuple) else index,
             "indexed": indexed,
         }
-        previous = _record(current)
+        previous = record_of(current)
         again = False
         if current is not None and previous is not None:
             record["created_at"] = previous.get("created_at") or iso(current.recorded_at)
@@ -487,7 +479,7 @@ class NoemaStore(BaseStore):
             "kind": self.kind,
             "epistemic": self.epistemic,
             "channel": self.channel,
-            "key": _memory_key(key),
+            "key": memory_key(key),
             "tags": [self.tag],
             "payload": {PAYLOAD_FIELD: record},
             "world": path,
@@ -525,7 +517,7 @@ class NoemaStore(BaseStore):
                     f"Namespace {tuple(namespace)} is deeper than the {self._depth} "
                     "levels its worlds can nest"
                 )
-            names = [_world_name(label, namespace) for label in namespace]
+            names = [name_of_label(label, namespace) for label in namespace]
         except InvalidNamespaceError:
             if strict:
                 raise
@@ -538,18 +530,10 @@ class NoemaStore(BaseStore):
             if path != self.world and not path.startswith(f"{self.world}/"):
                 return None
             path = path[len(self.world) + 1 :]
-        return tuple(_label(name) for name in path.split("/")) if path else ()
+        return tuple(label_of_name(name) for name in path.split("/")) if path else ()
 
     def _item(self, memory: Memory, namespace: tuple[str, ...]) -> NoemaItem:
-        record = _record(memory) or {}
-        return NoemaItem(
-            memory_id=memory.id,
-            value=dict(record.get("value", {})),
-            key=str(record.get("key", "")),
-            namespace=namespace,
-            created_at=_created_at(memory, record),
-            updated_at=memory.recorded_at,
-        )
+        return NoemaItem(memory_id=memory.id, **item_fields(memory, namespace))
 
     def _search_item(
         self,
@@ -559,68 +543,13 @@ class NoemaStore(BaseStore):
         score: float | None = None,
         components: Mapping[str, float] | None = None,
     ) -> NoemaSearchItem:
-        record = _record(memory) or {}
+        namespace = self._namespace(path) or ()
         return NoemaSearchItem(
             memory_id=memory.id,
             components=components,
-            namespace=self._namespace(path) or (),
-            key=str(record.get("key", "")),
-            value=dict(record.get("value", {})),
-            created_at=_created_at(memory, record),
-            updated_at=memory.recorded_at,
             score=score,
+            **item_fields(memory, namespace),
         )
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _world_name(label: str, namespace: Sequence[str]) -> str:
-    """The world name of a namespace label (``_label`` reverses it)."""
-    escaped: list[str] = []
-    for position, char in enumerate(label):
-        if char in (_PLAIN if position else _ALNUM):
-            escaped.append(char)
-            continue
-        try:
-            escaped.extend(f".{byte:02X}" for byte in char.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} found in {tuple(namespace)}: "
-                "it is not valid Unicode"
-            ) from None
-    name = "".join(escaped)
-    if name.startswith("."):
-        name = _MARK + name
-    if len(name) > _NAME_CHARS:
-        raise InvalidNamespaceError(
-            f"Invalid namespace label {label!r} found in {tuple(namespace)}: as a world "
-            f"name it is {len(name)} characters, more than {_NAME_CHARS}"
-        )
-    return name
-
-
-def _label(name: str) -> str:
-    """The namespace label of a world name; a name the store did not write stays as it is."""
-    if not WORLD_NAME.fullmatch(name):
-        return name
-    raw = bytearray()
-    position = 1 if name.startswith(_MARK) else 0
-    while position < len(name):
-        escape = _ESCAPE.match(name, position)
-        if escape is not None:
-            raw.append(int(escape.group(1), 16))
-            position = escape.end()
-        elif name[position] == ".":
-            return name
-        else:
-            raw.extend(name[position].encode("utf-8"))
-            position += 1
-    try:
-        label = raw.decode("utf-8")
-        return label if label and _world_name(label, ()) == name else name
-    except (UnicodeDecodeError, InvalidNamespaceError):
-        return name
 
 
 def _option(name: str, build: Callable[[], T]) -> T:
@@ -630,165 +559,3 @@ def _option(name: str, build: Callable[[], T]) -> T:
     except ValidationError as exc:
         message = exc.errors()[0]["msg"].removeprefix("Value error, ")
         raise InvalidInput(f"{name}: {message}", field=name) from None
-
-
-def _memory_key(key: str) -> str:
-    """The memory key of an item key: itself when it is a plain key, else ``~`` and its hash."""
-    plain = (
-        key
-        and key == key.strip()
-        and len(key) <= MAX_KEY_CHARS
-        and not key.startswith("~")
-        and all(unicodedata.category(c) not in ("Cc", "Cs") for c in key)
-    )
-    if plain:
-        return key
-    return "~" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _record(memory: Memory | None) -> dict[str, Any] | None:
-    """The item a memory holds (its payload's ``langgraph`` field), if it holds one."""
-    if memory is None:
-        return None
-    record = memory.payload.get(PAYLOAD_FIELD)
-    if isinstance(record, dict) and isinstance(record.get("value"), dict) and "key" in record:
-        return record
-    return None
-
-
-def _created_at(memory: Memory, record: Mapping[str, Any]) -> datetime:
-    created = record.get("created_at")
-    if isinstance(created, str):
-        try:
-            return datetime.fromisoformat(created)
-        except ValueError:
-            pass
-    return memory.recorded_at
-
-
-def _within(path: str, prefix: str) -> bool:
-    return not prefix or path == prefix or path.startswith(f"{prefix}/")
-
-
-def _content(value: Mapping[str, Any], index: Any) -> tuple[str, bool]:
-    """The text a value is indexed by, and whether it is indexed at all.
-
-    ``index`` is LangGraph's: ``None`` (the whole value), ``False`` (not
-    indexed: the memory still needs content, so it holds the whole value) or
-    a list of JSON paths whose texts are joined, one per line.
-    """
-    if isinstance(index, list | tuple) and index:
-        texts = [text for path in index for text in get_text_at_path(value, str(path))]
-        joined = normalise_content("\n".join(t.strip() for t in texts if t.strip()))
-        if joined:
-            return joined, True
-        return _whole(value), False
-    return _whole(value), index is not False
-
-
-def _whole(value: Mapping[str, Any]) -> str:
-    """A value as readable text: a lone string field as itself, else ``field: value`` lines."""
-    fields = [(k, v) for k, v in value.items() if v is not None and v not in ("", [], {})]
-    if len(fields) == 1 and isinstance(fields[0][1], str):
-        return normalise_content(fields[0][1]) or "{}"
-    lines = [
-        f"{k}: {v.strip() if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
-        for k, v in fields
-    ]
-    return normalise_content("\n".join(lines)) or "{}"
-
-
-def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """Whether ``namespace`` meets a prefix or suffix condition (``*`` matches any label)."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"Unsupported match type: {condition.match_type}")
-    return all(wanted in ("*", label) for label, wanted in pairs)
-
-
-_Check = Callable[[Any], bool]
-
-
-def _matcher(filter: Mapping[str, Any] | None) -> _Check:
-    """A test of item values for a LangGraph ``filter`` (every field must match)."""
-    if not filter:
-        return lambda value: True
-    if not isinstance(filter, Mapping):
-        raise InvalidInput(f"filter: a mapping, not {type(filter).__name__}", field="filter")
-    for condition in filter.values():
-        _check_operators(condition)
-    fields = list(filter.items())
-    return lambda value: all(_compare(_field(value, name), wanted) for name, wanted in fields)
-
-
-def _check_operators(condition: Any) -> None:
-    """Refuse, before anything is read, an operator LangGraph's stores do not know."""
-    if not isinstance(condition, Mapping):
-        return
-    if any(isinstance(name, str) and name.startswith("$") for name in condition):
-        unknown = [name for name in condition if name not in _OPERATORS]
-        if unknown:
-            raise ValueError(f"Unsupported operator: {unknown[0]}")
-        return
-    for inner in condition.values():
-        _check_operators(inner)
-
-
-def _field(value: Any, name: str) -> Any:
-    """The field ``name`` of a value; a dotted name reaches into nested objects."""
-    if not isinstance(value, Mapping):
-        return None
-    if name in value or "." not in name:
-        return value.get(name)
-    current: Any = value
-    for part in name.split("."):
-        if not isinstance(current, Mapping) or part not in current:
-            return None
-        current = current[part]
-    return current
-
-
-def _compare(actual: Any, wanted: Any) -> bool:
-    """LangGraph's filter comparison: operators, nested objects, lists, else equality."""
-    if isinstance(wanted, Mapping):
-        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
-            return all(_OPERATORS[op](actual, operand) for op, operand in wanted.items())
-        if not isinstance(actual, Mapping):
-            return False
-        return all(_compare(actual.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(actual, list | tuple)
-            and len(actual) == len(wanted)
-            and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
-        )
-    return bool(actual == wanted)
-
-
-def _ordered(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
-    """An ordering operator: numbers compare as numbers, strings as strings, else no match."""
-
-    def compare(actual: Any, operand: Any) -> bool:
-        numbers = all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in (actual, operand)
-        )
-        strings = isinstance(actual, str) and isinstance(operand, str)
-        return (numbers or strings) and test(actual, operand)
-
-    return compare
-
-
-_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "$eq": lambda actual, operand: bool(actual == operand),
-    "$ne": lambda actual, operand: bool(actual != operand),
-    "$gt": _ordered(lambda a, b: bool(a > b)),
-    "$gte": _ordered(lambda a, b: bool(a >= b)),
-    "$lt": _ordered(lambda a, b: bool(a < b)),
-    "$lte": _ordered(lambda a, b: bool(a <= b)),
-}

@@ -60,29 +60,26 @@ not recorded. A retriever is followed like a chain.
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import threading
 import time
-import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, ToolMessage
-from langchain_core.prompt_values import PromptValue
-from pydantic import BaseModel, ValidationError
+from langchain_core.messages import ToolMessage
+from pydantic import ValidationError
 
 from concepts import Channel
 from concepts.episodes import (
     MAX_ACTIONS,
     MAX_EPISODE_TEXT,
     MAX_EPISODE_TOOLS,
-    MAX_LABEL_CHARS,
     MAX_SUMMARY_CHARS,
     Action,
     Episode,
@@ -90,8 +87,16 @@ from concepts.episodes import (
     Outcome,
     episode_tags,
 )
-from concepts.models import MAX_TAGS, normalise_content
+from concepts.models import MAX_TAGS
 from noema.errors import InvalidInput, from_validation
+from noema.integrations._recorder_text import (
+    answer_of,
+    error_text,
+    label,
+    render,
+    shorten,
+    task_of,
+)
 from noema.memory.knowledge.episodes import as_input
 from noema.mind import Mind
 
@@ -99,13 +104,12 @@ __all__ = ["NoemaRunRecorder", "Rate"]
 
 logger = logging.getLogger(__name__)
 
+#: A callback of the recorder.
+F = TypeVar("F", bound=Callable[..., None])
+
 #: A fixed rating (0 to 1), or a function from the recorded episode to one.
 Rate = float | Callable[[Episode], float | None]
 
-#: The keys of a dict input that hold the task, in the order tried.
-TASK_KEYS = ("input", "question", "query", "task", "prompt")
-#: The keys of a dict output that hold the answer, in the order tried.
-ANSWER_KEYS = ("output", "answer", "result", "text", "content")
 #: What LangChain gives as the input when a run starts streaming its input.
 STREAMED = {"input": ""}
 #: The result of a call that had not ended when its root did.
@@ -137,6 +141,19 @@ class _Run:
     #: Tool calls by run id, in the order they started.
     calls: dict[UUID, _Call] = field(default_factory=dict)
     members: set[UUID] = field(default_factory=set)
+
+
+def _guarded(callback: F) -> F:
+    """A callback that never breaks the run: an error while recording is kept instead."""
+
+    @functools.wraps(callback)
+    def guarded(self: NoemaRunRecorder, *args: Any, **kwargs: Any) -> None:
+        try:
+            callback(self, *args, **kwargs)
+        except Exception as exc:
+            self._failed(exc, kwargs.get("run_id"))
+
+    return cast(F, guarded)
 
 
 class NoemaRunRecorder(BaseCallbackHandler):
@@ -223,27 +240,9 @@ class NoemaRunRecorder(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._root_of: dict[UUID, UUID] = {}
 
-    # What it ignores: every event of these kinds is skipped before it is dispatched.
-
-    @property
-    def ignore_llm(self) -> bool:
-        """Model events (and streamed tokens) are not needed: ignored."""
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        """Chat model events are not needed: ignored."""
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        """Retry events are not needed: ignored."""
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        """Custom events are not needed: ignored."""
-        return True
+    # What it ignores: every event of these kinds is skipped before it is dispatched
+    # (model events and their streamed tokens, retries, custom events).
+    ignore_llm = ignore_chat_model = ignore_retry = ignore_custom_event = True
 
     @property
     def active(self) -> list[str]:
@@ -253,6 +252,7 @@ class NoemaRunRecorder(BaseCallbackHandler):
 
     # ------------------------------------------------------------ chains
 
+    @_guarded
     def on_chain_start(
         self,
         serialized: dict[str, Any],
@@ -260,46 +260,26 @@ class NoemaRunRecorder(BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         """Start following a root run, or map a chain to its root."""
-        try:
-            self._start(run_id, parent_run_id, inputs, name=kwargs.get("name"))
-        except Exception as exc:
-            self._failed(exc, run_id)
+        self._start(run_id, parent_run_id, inputs, name=kwargs.get("name"))
 
-    def on_chain_end(
-        self,
-        outputs: dict[str, Any],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    @_guarded
+    def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any) -> None:
         """Record the episode of a root run that finished."""
-        try:
-            self._finish(run_id, output=outputs, inputs=kwargs.get("inputs"))
-        except Exception as exc:
-            self._failed(exc, run_id)
+        self._finish(run_id, output=outputs, inputs=kwargs.get("inputs"))
 
-    def on_chain_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Record the episode of a root run that raised, as a failure."""
-        try:
-            self._finish(run_id, error=error, inputs=kwargs.get("inputs"))
-        except Exception as exc:
-            self._failed(exc, run_id)
+    @_guarded
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record the episode of a root run (chain or retriever) that raised, as a failure."""
+        self._finish(run_id, error=error, inputs=kwargs.get("inputs"))
 
-    # ------------------------------------------------------------ retrievers
+    # ------------------------------------------------------------ retrievers: followed as chains
 
+    on_retriever_error = on_chain_error
+
+    @_guarded
     def on_retriever_start(
         self,
         serialized: dict[str, Any],
@@ -307,46 +287,21 @@ class NoemaRunRecorder(BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         """Start following a root retriever run, or map a retriever to its root."""
-        try:
-            self._start(run_id, parent_run_id, query, name=kwargs.get("name"))
-        except Exception as exc:
-            self._failed(exc, run_id)
+        self._start(run_id, parent_run_id, query, name=kwargs.get("name"))
 
+    @_guarded
     def on_retriever_end(
-        self,
-        documents: Sequence[Document],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
+        self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
     ) -> None:
         """Record the episode of a root retriever run that finished."""
-        try:
-            self._finish(run_id, output=list(documents))
-        except Exception as exc:
-            self._failed(exc, run_id)
-
-    def on_retriever_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Record the episode of a root retriever run that raised, as a failure."""
-        try:
-            self._finish(run_id, error=error)
-        except Exception as exc:
-            self._failed(exc, run_id)
+        self._finish(run_id, output=list(documents))
 
     # ------------------------------------------------------------ tools
 
+    @_guarded
     def on_tool_start(
         self,
         serialized: dict[str, Any],
@@ -354,55 +309,32 @@ class NoemaRunRecorder(BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         """Start an action of the tool call's root (a tool may be the root itself)."""
-        try:
-            given = input_str if inputs is None else inputs
-            name = (serialized or {}).get("name") or kwargs.get("name")
-            arguments = _shorten(_render(given), MAX_SUMMARY_CHARS)
-            call = _Call(tool=_label(name), arguments=arguments, started=time.perf_counter())
-            root = self._start(run_id, parent_run_id, given, name=name)
-            with self._lock:
-                run = self._runs.get(root)
-                if run is not None:
-                    run.calls[run_id] = call
-        except Exception as exc:
-            self._failed(exc, run_id)
+        given = input_str if inputs is None else inputs
+        name = (serialized or {}).get("name") or kwargs.get("name")
+        arguments = shorten(render(given), MAX_SUMMARY_CHARS)
+        call = _Call(tool=label(name), arguments=arguments, started=time.perf_counter())
+        root = self._start(run_id, parent_run_id, given, name=name)
+        with self._lock:
+            run = self._runs.get(root)
+            if run is not None:
+                run.calls[run_id] = call
 
-    def on_tool_end(
-        self,
-        output: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    @_guarded
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """End an action with its result (an error ``ToolMessage`` marks it failed)."""
-        try:
-            failed = isinstance(output, ToolMessage) and output.status == "error"
-            self._end_call(run_id, _render(output), failed=failed)
-            self._finish(run_id, output=output)
-        except Exception as exc:
-            self._failed(exc, run_id)
+        failed = isinstance(output, ToolMessage) and output.status == "error"
+        self._end_call(run_id, render(output), failed=failed)
+        self._finish(run_id, output=output)
 
-    def on_tool_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    @_guarded
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """End an action as failed, with the error as its result."""
-        try:
-            self._end_call(run_id, _error_text(error), failed=True)
-            self._finish(run_id, error=error)
-        except Exception as exc:
-            self._failed(exc, run_id)
+        self._end_call(run_id, error_text(error), failed=True)
+        self._finish(run_id, error=error)
 
     # ------------------------------------------------------------ the runs
 
@@ -415,7 +347,7 @@ class NoemaRunRecorder(BaseCallbackHandler):
                 self._runs[root].members.add(run_id)
                 return root
         # A new root: what it was asked, read outside the lock.
-        task = self.task or _shorten(_task_of(inputs), MAX_EPISODE_TEXT) or _label(name, "run")
+        task = self.task or shorten(task_of(inputs), MAX_EPISODE_TEXT) or label(name, "run")
         run = _Run(id=run_id, task=task, at=self.mind.clock.now(), streamed=inputs == STREAMED)
         with self._lock:
             self._runs[run_id] = run
@@ -428,7 +360,7 @@ class NoemaRunRecorder(BaseCallbackHandler):
             call = None if root is None else self._runs[root].calls.get(run_id)
             if call is None:
                 return
-            call.result = _shorten(result, MAX_SUMMARY_CHARS)
+            call.result = shorten(result, MAX_SUMMARY_CHARS)
             call.failed = failed
             call.duration_ms = round(max(0.0, time.perf_counter() - call.started) * 1000, 3)
             call.done = True
@@ -453,7 +385,7 @@ class NoemaRunRecorder(BaseCallbackHandler):
                 self._root_of.pop(member, None)
             self._root_of.pop(run_id, None)
         if run.streamed and inputs is not None and self.task is None:
-            run.task = _shorten(_task_of(inputs), MAX_EPISODE_TEXT) or run.task
+            run.task = shorten(task_of(inputs), MAX_EPISODE_TEXT) or run.task
         try:
             episode = self._episode(run, output=output, error=error)
         except ValidationError as exc:
@@ -469,17 +401,17 @@ class NoemaRunRecorder(BaseCallbackHandler):
                 call.result, call.failed = UNFINISHED, True
         if error is not None:
             outcome = Outcome.FAILURE
-            artifact = f"Error: {_error_text(error)}"
+            artifact = f"Error: {error_text(error)}"
         else:
             outcome = Outcome.PARTIAL if any(c.failed for c in calls) else Outcome.SUCCESS
-            artifact = _answer_of(output)
+            artifact = answer_of(output)
         fields: dict[str, Any] = {
             "task": run.task,
             "outcome": outcome,
             "role": self.role,
             "agent": self.agent,
             "approach": self.approach,
-            "artifacts": (_shorten(artifact, MAX_SUMMARY_CHARS),),
+            "artifacts": (shorten(artifact, MAX_SUMMARY_CHARS),),
             "at": run.at,
             "run": str(run.id),
             "world": self.world,
@@ -522,19 +454,6 @@ class NoemaRunRecorder(BaseCallbackHandler):
 # ------------------------------------------------------------ building the episode
 
 
-def _actions(calls: list[_Call], limit: int = MAX_SUMMARY_CHARS) -> tuple[Action, ...]:
-    return tuple(
-        Action(
-            tool=call.tool,
-            arguments=_shorten(call.arguments, limit),
-            result=_shorten(call.result, limit),
-            duration_ms=call.duration_ms,
-            failed=call.failed,
-        )
-        for call in calls
-    )
-
-
 def _fitted(fields: dict[str, Any], calls: list[_Call]) -> Episode:
     """The episode, its action summaries halved until it fits a memory's payload.
 
@@ -544,137 +463,18 @@ def _fitted(fields: dict[str, Any], calls: list[_Call]) -> Episode:
     limit = MAX_SUMMARY_CHARS
     while True:
         try:
-            return Episode(**fields, actions=_actions(calls, limit))
+            actions = [
+                Action(
+                    tool=call.tool,
+                    arguments=shorten(call.arguments, limit),
+                    result=shorten(call.result, limit),
+                    duration_ms=call.duration_ms,
+                    failed=call.failed,
+                )
+                for call in calls
+            ]
+            return Episode(**fields, actions=tuple(actions))
         except ValidationError:
             if limit == 0:
                 raise
         limit = limit // 2 if limit > 16 else 0
-
-
-def _task_of(inputs: Any) -> str:
-    """What a root run was asked (see the module docstring)."""
-    messages = _messages(inputs)
-    if messages:
-        for message in reversed(messages):
-            text = _human_text(message)
-            if text is not None and text.strip():
-                return text
-    if isinstance(inputs, str):
-        return inputs
-    if isinstance(inputs, Mapping):
-        for key in TASK_KEYS:
-            value = inputs.get(key)
-            if isinstance(value, str) and value.strip():
-                return value
-    return _shorten(_render(inputs), MAX_SUMMARY_CHARS)
-
-
-def _answer_of(output: Any) -> str:
-    """The final answer of a root run: its last AI message, or its output as text."""
-    if isinstance(output, BaseMessage):
-        return output.text
-    if isinstance(output, Mapping):
-        messages = _messages(output)
-        if messages:
-            last = next((m for m in reversed(messages) if _role(m) == "ai"), messages[-1])
-            return _message_text(last)
-        for key in ANSWER_KEYS:
-            value = output.get(key)
-            if isinstance(value, str):
-                return value
-    return "" if output is None else _render(output)
-
-
-def _messages(value: Any) -> list[Any] | None:
-    """The chat messages ``value`` is or holds (``messages`` of a dict), if any."""
-    if isinstance(value, PromptValue):
-        return list(value.to_messages())
-    if isinstance(value, Mapping):
-        value = value.get("messages")
-    if isinstance(value, BaseMessage):
-        return [value]
-    if isinstance(value, (list, tuple)) and value and all(_role(m) for m in value):
-        return list(value)
-    return None
-
-
-def _role(message: Any) -> str | None:
-    """``human``, ``ai`` or another role when ``message`` looks like a chat message."""
-    if isinstance(message, BaseMessage):
-        return message.type
-    if isinstance(message, tuple) and len(message) == 2 and isinstance(message[0], str):
-        return {"user": "human", "assistant": "ai"}.get(message[0], message[0])
-    if isinstance(message, Mapping) and "content" in message:
-        role = message.get("role") or message.get("type")
-        if isinstance(role, str):
-            return {"user": "human", "assistant": "ai"}.get(role, role)
-    return None
-
-
-def _human_text(message: Any) -> str | None:
-    return _message_text(message) if _role(message) == "human" else None
-
-
-def _message_text(message: Any) -> str:
-    if isinstance(message, BaseMessage):
-        return message.text
-    content = message[1] if isinstance(message, tuple) else message.get("content")
-    return content if isinstance(content, str) else _render(content)
-
-
-def _render(value: Any) -> str:
-    """``value`` as short text: a string as it is, a message's text, else compact JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseMessage):
-        return value.text
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_plain, separators=(", ", ": "))
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseMessage):
-        return value.text
-    if isinstance(value, Document):
-        return value.page_content
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return str(value)
-
-
-def _error_text(error: BaseException) -> str:
-    message = str(error).strip()
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def _clean(text: str) -> str:
-    """``text`` as the episode may store it: no NUL, no lone surrogate, NFC, stripped."""
-    text = text.replace("\x00", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return normalise_content(text)
-
-
-def _shorten(text: str, limit: int) -> str:
-    """``text`` cleaned and cut to at most ``limit`` characters, ending in … when cut."""
-    text = _clean(text)
-    if len(text) <= limit:
-        return text
-    keep = limit - 1
-    while keep > 0:
-        cut = normalise_content(text[:keep].rstrip() + "…")
-        if len(cut) <= limit:
-            return cut
-        keep -= 1
-    return ""
-
-
-def _label(name: Any, fallback: str = "tool") -> str:
-    """A tool or run name as a label: printable, at most ``MAX_LABEL_CHARS``."""
-    text = _clean(name) if isinstance(name, str) else ""
-    text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
-    return text.strip()[:MAX_LABEL_CHARS].strip() or fallback

@@ -1,8 +1,10 @@
 """The typed operations of the storage contract (ADR 0002).
 
 Every operation is a frozen record; ``Session.run(op)`` returns the result type
-the operation declares. Backends implement a handler per operation and nothing
-else: all memory logic (reconciler, scoring, decay, audit) lives above them.
+the operation declares (``Op[R]``). One on the rows of a single mind says so
+(``OnMind``), as does one that changes the store (``Writes``). Backends implement a
+handler per operation and nothing else: all memory logic (reconciler, scoring,
+decay, audit) lives above them.
 """
 
 from __future__ import annotations
@@ -65,11 +67,24 @@ class Op(Generic[R]):
     __slots__ = ()
 
 
+class Writes:
+    """Marks an operation that changes the store: a read session refuses it."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OnMind:
+    """Marks an operation on the rows of one mind, ``mind_id`` (its first field)."""
+
+    mind_id: str
+
+
 # ---------------------------------------------------------------- minds
 
 
 @dataclass(frozen=True, slots=True)
-class EnsureMind(Op[MindInfo]):
+class EnsureMind(Op[MindInfo], Writes):
     """Return the mind called ``name``, creating it with ``new_id`` when missing."""
 
     name: str
@@ -86,14 +101,14 @@ class ListMinds(Op[list[MindInfo]]):
 
 
 @dataclass(frozen=True, slots=True)
-class InsertMemories(Op[None]):
+class InsertMemories(Op[None], Writes):
     """Insert new memories, each into the mind it names, and index their text for search."""
 
     memories: Sequence[Memory]
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateMemories(Op[None]):
+class UpdateMemories(Op[None], OnMind, Writes):
     """Change mutable fields (``MUTABLE_FIELDS``) of memories of one mind.
 
     A change of ``keys`` re-indexes them: afterwards only the new keys match. A
@@ -102,36 +117,32 @@ class UpdateMemories(Op[None]):
     ``changed_at`` (else ``recorded_at``) to this one (``MemoryStates`` reads it).
     """
 
-    mind_id: str
     updates: Sequence[tuple[str, Mapping[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
-class GetMemories(Op[list[Memory]]):
+class GetMemories(Op[list[Memory]], OnMind):
     """The memories of one mind with ``ids``, whatever their status; unknown ids are skipped."""
 
-    mind_id: str
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class FindActiveByHash(Op[list[Memory]]):
+class FindActiveByHash(Op[list[Memory]], OnMind):
     """The active memories of one mind whose ``content_hash`` is one of ``hashes``."""
 
-    mind_id: str
     hashes: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class FindActiveByKey(Op[list[Memory]]):
+class FindActiveByKey(Op[list[Memory]], OnMind):
     """The active memories of one mind whose ``key`` is one of ``keys``."""
 
-    mind_id: str
     keys: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class SearchText(Op[list[tuple[Memory, float]]]):
+class SearchText(Op[list[tuple[Memory, float]]], OnMind):
     """Full-text candidates with a raw rank (higher is better), best first.
 
     ``terms`` are plain words; the backend quotes them for its own syntax.
@@ -140,7 +151,6 @@ class SearchText(Op[list[tuple[Memory, float]]]):
     each tokenised the same way and ranked by BM25 over its own statistics.
     """
 
-    mind_id: str
     terms: Sequence[str]
     strict: bool
     filters: RecallFilters
@@ -150,14 +160,13 @@ class SearchText(Op[list[tuple[Memory, float]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class ScanMemories(Op[list[Memory]]):
+class ScanMemories(Op[list[Memory]], OnMind):
     """Memories in ``id`` order (keyset paging with ``after_id``) or newest first.
 
     ``recent``: the latest valid time (``valid_from``) first; ``recorded``: the
     latest transaction time (``recorded_at``) first; ties by ``id``, descending.
     """
 
-    mind_id: str
     filters: RecallFilters | None = None
     as_of: datetime | None = None
     order: Literal["id", "recent", "recorded"] = "id"
@@ -166,23 +175,20 @@ class ScanMemories(Op[list[Memory]]):
 
 
 @dataclass(frozen=True, slots=True)
-class ScanActivation(Op[list[tuple[str, float, datetime, float]]]):
+class ScanActivation(Op[list[tuple[str, float, datetime, float]]], OnMind):
     """``(id, activation, activation_at, importance)`` of memories in id order, for decay."""
 
-    mind_id: str
     after_id: str | None
     limit: int
 
 
 @dataclass(frozen=True, slots=True)
-class CountMemories(Op[list[tuple[str, str, int]]]):
+class CountMemories(Op[list[tuple[str, str, int]]], OnMind):
     """``(kind, status, count)`` rows for one mind."""
-
-    mind_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryStates(Op[dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]]):
+class MemoryStates(Op[dict[str, tuple[Status, Lifecycle, datetime | None, datetime]]], OnMind):
     """``(status, lifecycle, valid_to, since)`` that memories of ``ids`` had at ``at``.
 
     ``since`` is when that state began (its span's ``sys_from``). Only memories
@@ -190,7 +196,6 @@ class MemoryStates(Op[dict[str, tuple[Status, Lifecycle, datetime | None, dateti
     stored), and only if they had been recorded by then.
     """
 
-    mind_id: str
     ids: Sequence[str]
     at: datetime
 
@@ -201,18 +206,16 @@ HistorySpan = tuple[str, datetime, datetime, Status, Lifecycle, datetime | None]
 
 
 @dataclass(frozen=True, slots=True)
-class GetHistory(Op[list[HistorySpan]]):
+class GetHistory(Op[list[HistorySpan]], OnMind):
     """The history spans of the memories ``ids``, by memory id then ``sys_from``."""
 
-    mind_id: str
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class PutHistory(Op[None]):
+class PutHistory(Op[None], OnMind, Writes):
     """Store history spans as they are (a restore); a span already held is refused."""
 
-    mind_id: str
     spans: Sequence[HistorySpan]
 
 
@@ -220,51 +223,44 @@ class PutHistory(Op[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class PutWorlds(Op[None]):
+class PutWorlds(Op[None], Writes):
     """Store worlds: new ones, or a new name or parent for those already held."""
 
     worlds: Sequence[World]
 
 
 @dataclass(frozen=True, slots=True)
-class ListWorlds(Op[list[World]]):
+class ListWorlds(Op[list[World]], OnMind):
     """Every stored world of a mind (the root is never stored), by id."""
-
-    mind_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class CountWorlds(Op[dict[str, int]]):
+class CountWorlds(Op[dict[str, int]], OnMind):
     """How many memories of each ``statuses`` each world of a mind holds (none: left out)."""
 
-    mind_id: str
     statuses: Sequence[Status] = (Status.ACTIVE,)
 
 
 @dataclass(frozen=True, slots=True)
-class PutWorldLink(Op[bool]):
+class PutWorldLink(Op[bool], OnMind, Writes):
     """Link world ``src`` to ``dst`` (``refers_to``); False when they were linked already."""
 
-    mind_id: str
     src: str
     dst: str
     created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteWorldLink(Op[bool]):
+class DeleteWorldLink(Op[bool], OnMind, Writes):
     """Remove the link from ``src`` to ``dst``; False when there was none."""
 
-    mind_id: str
     src: str
     dst: str
 
 
 @dataclass(frozen=True, slots=True)
-class ListWorldLinks(Op[list[tuple[str, str]]]):
+class ListWorldLinks(Op[list[tuple[str, str]]], OnMind):
     """``(src, dst)`` of every world link of a mind, in that order."""
-
-    mind_id: str
 
 
 #: A world's composed vector as stored: the float64 sum of its members' vectors and
@@ -273,71 +269,64 @@ WorldSum = tuple[np.ndarray, int]
 
 
 @dataclass(frozen=True, slots=True)
-class GetWorldVectors(Op[dict[str, WorldSum]]):
+class GetWorldVectors(Op[dict[str, WorldSum]], OnMind):
     """The composed vectors under ``(model, dims)`` of ``worlds`` (``None``: every world)."""
 
-    mind_id: str
     model: str
     dims: int
     worlds: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class AddWorldVectors(Op[None]):
+class AddWorldVectors(Op[None], OnMind, Writes):
     """Add ``(sum, count)`` deltas to worlds' composed vectors under ``(model, dims)``.
 
     A world with no composed vector yet starts from zero; a negative delta takes
     a member's vector away (re-embedding, purge).
     """
 
-    mind_id: str
     model: str
     dims: int
     deltas: Mapping[str, WorldSum]
 
 
 @dataclass(frozen=True, slots=True)
-class WorldVectorModels(Op[list[tuple[str, int]]]):
+class WorldVectorModels(Op[list[tuple[str, int]]], OnMind):
     """The ``(model, dims)`` under which a mind holds composed world vectors."""
-
-    mind_id: str
 
 
 # ---------------------------------------------------------------- vectors and entities
 
 
 @dataclass(frozen=True, slots=True)
-class PutVectors(Op[None]):
+class PutVectors(Op[None], OnMind, Writes):
     """Store (or replace) the vectors of memories under ``model``.
 
     ``vectors`` holds one unit float32 row per id; its width is the dimensions.
     Vectors of another model or width are never touched.
     """
 
-    mind_id: str
     model: str
     ids: Sequence[str]
     vectors: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
-class GetVectors(Op[dict[str, np.ndarray]]):
+class GetVectors(Op[dict[str, np.ndarray]], OnMind):
     """The vectors under ``(model, dims)`` of those of ``ids`` that have one."""
 
-    mind_id: str
     model: str
     dims: int
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class MissingVectors(Op[list[tuple[str, str, datetime]]]):
+class MissingVectors(Op[list[tuple[str, str, datetime]]], OnMind):
     """``(id, content, valid_from)`` of memories with no vector under ``(model, dims)``.
 
     In id order; ``valid_from`` is UTC, for embedders that put the date in the text.
     """
 
-    mind_id: str
     model: str
     dims: int
     after_id: str | None = None
@@ -345,10 +334,9 @@ class MissingVectors(Op[list[tuple[str, str, datetime]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class CountVectors(Op[tuple[int, int]]):
+class CountVectors(Op[tuple[int, int]], OnMind):
     """``(memories with a vector under (model, dims), all memories)`` of one mind."""
 
-    mind_id: str
     model: str
     dims: int
 
@@ -362,7 +350,7 @@ class Nearest(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class SearchVectors(Op[list[Nearest]]):
+class SearchVectors(Op[list[Nearest]], OnMind):
     """Nearest memories to ``query`` under ``(model, len(query))``: exact cosine, best first.
 
     A backend may find candidates with an approximate index but scores them
@@ -370,7 +358,6 @@ class SearchVectors(Op[list[Nearest]]):
     comes with its stored vector, so a caller need not read it again.
     """
 
-    mind_id: str
     model: str
     query: np.ndarray
     filters: RecallFilters
@@ -379,15 +366,14 @@ class SearchVectors(Op[list[Nearest]]):
 
 
 @dataclass(frozen=True, slots=True)
-class PutEntities(Op[None]):
+class PutEntities(Op[None], OnMind, Writes):
     """Link memories to entity nodes: ``(memory_id, entity)`` rows; repeats are ignored."""
 
-    mind_id: str
     refs: Sequence[tuple[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
-class SearchEntities(Op[list[tuple[Memory, int]]]):
+class SearchEntities(Op[list[tuple[Memory, int]]], OnMind):
     """Memories referring to any of ``entities``, with how many they refer to.
 
     Most entities first, then newest first; only memories passing the filters.
@@ -395,7 +381,6 @@ class SearchEntities(Op[list[tuple[Memory, int]]]):
     any of them and is skipped (it would also cost a scan of all of them).
     """
 
-    mind_id: str
     entities: Sequence[str]
     filters: RecallFilters
     as_of: datetime | None
@@ -407,27 +392,25 @@ class SearchEntities(Op[list[tuple[Memory, int]]]):
 
 
 @dataclass(frozen=True, slots=True)
-class InsertRelationships(Op[None]):
+class InsertRelationships(Op[None], Writes):
     """Insert new relationships (edges between memories), each into the mind it names."""
 
     relationships: Sequence[Relationship]
 
 
 @dataclass(frozen=True, slots=True)
-class SetRelationshipStatus(Op[None]):
+class SetRelationshipStatus(Op[None], OnMind, Writes):
     """Set the ``status`` of one relationship of a mind, decided at ``decided_at``."""
 
-    mind_id: str
     id: str
     status: RelationStatus
     decided_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
-class FindRelationships(Op[list[Relationship]]):
+class FindRelationships(Op[list[Relationship]], OnMind):
     """Edges of one mind touching ``memory_ids`` (either end), or with ``ids``, in id order."""
 
-    mind_id: str
     ids: Sequence[str] | None = None
     memory_ids: Sequence[str] | None = None
     relations: Sequence[Relation] = ()
@@ -445,36 +428,33 @@ CoEdge = tuple[str, str, float, datetime]
 
 
 @dataclass(frozen=True, slots=True)
-class GetCooccurrence(Op[list[CoEdge]]):
+class GetCooccurrence(Op[list[CoEdge]], OnMind):
     """The co-occurrence edges with both ends among ``ids``, ordered by ``(a, b)``."""
 
-    mind_id: str
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class PutCooccurrence(Op[None]):
+class PutCooccurrence(Op[None], OnMind, Writes):
     """Write co-occurrence edges, replacing the stored weight of any pair already held."""
 
-    mind_id: str
     edges: Sequence[CoEdge]
 
 
 @dataclass(frozen=True, slots=True)
-class ScanCooccurrence(Op[list[CoEdge]]):
+class ScanCooccurrence(Op[list[CoEdge]], OnMind):
     """A page of a mind's co-occurrence edges stored with at least ``min_weight``.
 
     Ordered by ``(a, b)``; ``after`` is the last pair of the previous page.
     """
 
-    mind_id: str
     min_weight: float = 0.0
     after: tuple[str, str] | None = None
     limit: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)
-class AppendEvents(Op[None]):
+class AppendEvents(Op[None], Writes):
     """Append events to their minds' logs; the store numbers them (``seq``) in append order.
 
     ``payloads``: each event's payload as compact JSON with sorted keys
@@ -486,10 +466,9 @@ class AppendEvents(Op[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class ListEvents(Op[list[Event]]):
+class ListEvents(Op[list[Event]], OnMind):
     """Events of one mind in append order."""
 
-    mind_id: str
     memory_id: str | None = None
     kinds: Sequence[str] = ()
     ids: Sequence[str] | None = None
@@ -499,49 +478,42 @@ class ListEvents(Op[list[Event]]):
 
 
 @dataclass(frozen=True, slots=True)
-class AuditHead(Op[AuditEntry | None]):
+class AuditHead(Op[AuditEntry | None], OnMind):
     """The last entry of a mind's audit chain; in a write session, the chain is locked."""
-
-    mind_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class AppendAudit(Op[None]):
+class AppendAudit(Op[None], OnMind, Writes):
     """Append entries, already chained (seq and hashes set), to the end of a mind's audit chain."""
 
-    mind_id: str
     entries: Sequence[AuditEntry]
 
 
 @dataclass(frozen=True, slots=True)
-class ListAudit(Op[list[AuditEntry]]):
+class ListAudit(Op[list[AuditEntry]], OnMind):
     """A mind's audit entries after ``after_seq``, in chain order, at most ``limit`` of them."""
 
-    mind_id: str
     after_seq: int = 0
     limit: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
-class GetAuditEntry(Op[AuditEntry | None]):
+class GetAuditEntry(Op[AuditEntry | None], OnMind):
     """The audit entry of one event of a mind, if the chain holds one."""
 
-    mind_id: str
     event_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class IsEmpty(Op[bool]):
+class IsEmpty(Op[bool], OnMind):
     """True when the mind holds no memory, relationship, event or audit entry."""
-
-    mind_id: str
 
 
 # ---------------------------------------------------------------- purge (the only deletion)
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeMemories(Op[int]):
+class PurgeMemories(Op[int], OnMind, Writes):
     """Delete memories for good, with their vectors, entity links, full-text entries and edges.
 
     The only operation that deletes memory rows (``noema forget``). Backends also
@@ -550,15 +522,13 @@ class PurgeMemories(Op[int]):
     Returns how many memory rows went.
     """
 
-    mind_id: str
     ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
-class TombstoneEvents(Op[None]):
+class TombstoneEvents(Op[None], OnMind, Writes):
     """Replace the payloads of events that quoted purged text; ids, kinds and times stay."""
 
-    mind_id: str
     ids: Sequence[str]
     payload: Mapping[str, Any]
 
@@ -567,24 +537,21 @@ class TombstoneEvents(Op[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class SaveSnapshot(Op[None]):
+class SaveSnapshot(Op[None], OnMind, Writes):
     """Replace a mind's workspace snapshot (JSON text) as of ``cycle``."""
 
-    mind_id: str
     cycle: int
     saved_at: datetime
     data: str
 
 
 @dataclass(frozen=True, slots=True)
-class LoadSnapshot(Op[tuple[int, str] | None]):
+class LoadSnapshot(Op[tuple[int, str] | None], OnMind):
     """``(cycle, data)`` of a mind's last workspace snapshot, if any."""
-
-    mind_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class AcquireLease(Op[bool]):
+class AcquireLease(Op[bool], Writes):
     """Take the lease ``name`` for ``holder`` until ``expires_at``.
 
     Succeeds when the lease is free, expired at ``now``, or already held by
@@ -599,7 +566,7 @@ class AcquireLease(Op[bool]):
 
 
 @dataclass(frozen=True, slots=True)
-class ReleaseLease(Op[None]):
+class ReleaseLease(Op[None], Writes):
     """Give the lease ``name`` back, if ``holder`` holds it."""
 
     name: str
@@ -610,26 +577,22 @@ class ReleaseLease(Op[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class PutPeer(Op[None]):
+class PutPeer(Op[None], OnMind, Writes):
     """Store a mind's subscription to a peer, or replace the one of that name (its trust)."""
 
-    mind_id: str
     peer: Peer
 
 
 @dataclass(frozen=True, slots=True)
-class DeletePeer(Op[bool]):
+class DeletePeer(Op[bool], OnMind, Writes):
     """Remove a mind's subscription ``name``; False when it had none of that name."""
 
-    mind_id: str
     name: str
 
 
 @dataclass(frozen=True, slots=True)
-class ListPeers(Op[list[Peer]]):
+class ListPeers(Op[list[Peer]], OnMind):
     """Every subscription of a mind, by name."""
-
-    mind_id: str
 
 
 # ---------------------------------------------------------------- verify
@@ -653,36 +616,13 @@ class StoredRows:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadStoredRows(Op[StoredRows]):
+class ReadStoredRows(Op[StoredRows], OnMind):
     """The mind's row, worlds, world links, history spans and peers, for verify."""
 
-    mind_id: str
 
-
-#: The operations that change the store; a read session refuses them.
+#: The operations that change the store (those marked ``Writes``); a read session refuses them.
 WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
-    {
-        EnsureMind,
-        InsertMemories,
-        UpdateMemories,
-        PutVectors,
-        PutEntities,
-        InsertRelationships,
-        SetRelationshipStatus,
-        PutCooccurrence,
-        PutHistory,
-        PutWorlds,
-        PutWorldLink,
-        DeleteWorldLink,
-        AddWorldVectors,
-        AppendEvents,
-        AppendAudit,
-        SaveSnapshot,
-        AcquireLease,
-        ReleaseLease,
-        PurgeMemories,
-        TombstoneEvents,
-        PutPeer,
-        DeletePeer,
-    }
+    op
+    for op in list(globals().values())
+    if isinstance(op, type) and issubclass(op, Op) and issubclass(op, Writes)
 )

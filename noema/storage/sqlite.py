@@ -183,18 +183,18 @@ def _ensure_mind(s: _Session, op: ops.EnsureMind) -> MindInfo:
 def _insert_memories(s: _Session, op: ops.InsertMemories) -> None:
     # Writers are serialised (BEGIN IMMEDIATE), so the new rows are those past the old max.
     last = s.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
-    _sql.insert_memory_rows(s, op.memories)
+    _sql.memories.insert_memory_rows(s, op.memories)
     index_new_rows(s.conn, list(dict.fromkeys(m.mind_id for m in op.memories)), last)
 
 
 def _update_memories(s: _Session, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
-    _sql.keep_history(s, op)  # first: it refuses a change without changed_at
+    _sql.history.keep_history(s, op)  # first: it refuses a change without changed_at
     # Keys are rebuilt (reindex) where content never changes: re-index those rows.
     rekeyed = [memory_id for memory_id, changes in op.updates if "keys" in changes]
     if rekeyed:
         index_rows(s.conn, op.mind_id, rekeyed, "keys", remove=True)
-    _sql.set_memory_columns(s, groups)
+    _sql.memories.set_memory_columns(s, groups)
     if rekeyed:
         index_rows(s.conn, op.mind_id, rekeyed, "keys", remove=False)
 
@@ -271,7 +271,7 @@ def _search_entities(s: _Session, op: ops.SearchEntities) -> list[tuple[Memory, 
         for entity in dict.fromkeys(op.entities)
         if s.conn.execute(few, (op.mind_id, entity, op.max_refs)).fetchone()[0] < op.max_refs
     ]
-    return _sql.search_entities(s, op, entities)
+    return _sql.memories.search_entities(s, op, entities)
 
 
 def _purge_memories(s: _Session, op: ops.PurgeMemories) -> int:
@@ -285,7 +285,7 @@ def _purge_memories(s: _Session, op: ops.PurgeMemories) -> int:
     s.conn.execute("PRAGMA secure_delete = ON")
     for field in TEXT_COLUMNS:
         index_rows(s.conn, op.mind_id, ids, field, remove=True)
-    _sql.delete_memory_links(s, op.mind_id, ids)
+    _sql.memories.delete_memory_links(s, op.mind_id, ids)
     deleted = 0
     for chunk in chunks(ids):
         deleted += s.execute(
@@ -298,7 +298,7 @@ def _purge_memories(s: _Session, op: ops.PurgeMemories) -> int:
 
 def _tombstone_events(s: _Session, op: ops.TombstoneEvents) -> None:
     s.conn.execute("PRAGMA secure_delete = ON")
-    _sql.tombstone_events(s, op)
+    _sql.log.tombstone_events(s, op)
 
 
 _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
@@ -314,8 +314,8 @@ _HANDLERS: dict[type[Any], Callable[[_Session, Any], Any]] = {
     _FinishSearch: _finish_search,
     ops.PutEntities: _put_entities,
     ops.SearchEntities: _search_entities,
-    ops.AcquireLease: _sql.acquire_lease,
-    ops.ReleaseLease: _sql.release_lease,
+    ops.AcquireLease: _sql.state.acquire_lease,
+    ops.ReleaseLease: _sql.state.release_lease,
     ops.PurgeMemories: _purge_memories,
     ops.TombstoneEvents: _tombstone_events,
 }

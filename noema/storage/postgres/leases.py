@@ -71,10 +71,10 @@ def acquire_lease(s: _sql.SqlSession, leases: Leases, op: ops.AcquireLease) -> b
     held = leases.holds(op.name)
     if not held and not leases.take(op.name):
         return False  # another live store holds it
-    return _sql.acquire_lease(s, op, take_over=not held)
+    return _sql.state.acquire_lease(s, op, take_over=not held)
 
 
 def release_lease(s: _sql.SqlSession, leases: Leases, op: ops.ReleaseLease) -> None:
     """Delete the lease row if ``op.holder`` holds it, then release its advisory lock."""
-    if _sql.drop_lease(s, op):
+    if _sql.state.drop_lease(s, op):
         leases.give_back(op.name)

@@ -187,17 +187,17 @@ def _insert_memories(s: PostgresSession, op: ops.InsertMemories) -> None:
     if not op.memories:
         return
     s.inserted += len(op.memories)
-    _sql.insert_memory_rows(s, op.memories)
+    _sql.memories.insert_memory_rows(s, op.memories)
     text.count_new(s, op.memories)
 
 
 def _update_memories(s: PostgresSession, op: ops.UpdateMemories) -> None:
     groups = update_groups(op.mind_id, op.updates, ops.MUTABLE_FIELDS)
-    _sql.keep_history(s, op)  # first: it refuses a change without changed_at
+    _sql.history.keep_history(s, op)  # first: it refuses a change without changed_at
     rekeyed = [(i, changes["keys"]) for i, changes in op.updates if "keys" in changes]
     if rekeyed:
         text.recount_keys(s, op.mind_id, rekeyed)
-    _sql.set_memory_columns(s, groups)
+    _sql.memories.set_memory_columns(s, groups)
 
 
 def _put_entities(s: PostgresSession, op: ops.PutEntities) -> None:
@@ -220,14 +220,14 @@ def _search_entities(s: PostgresSession, op: ops.SearchEntities) -> list[tuple[M
         "FROM entity_refs r WHERE r.mind_id = %s AND r.entity = e LIMIT %s) x) < %s",
         (unique, op.mind_id, op.max_refs, op.max_refs),
     )
-    return _sql.search_entities(s, op, [r[0] for r in kept])
+    return _sql.memories.search_entities(s, op, [r[0] for r in kept])
 
 
 def _purge_memories(s: PostgresSession, op: ops.PurgeMemories) -> int:
     ids = list(op.ids)
     if not ids:
         return 0
-    _sql.delete_memory_links(s, op.mind_id, ids)
+    _sql.memories.delete_memory_links(s, op.mind_id, ids)
     gone = s.all(
         "DELETE FROM memories WHERE mind_id = %s AND id = ANY(%s) RETURNING content, keys",
         (op.mind_id, ids),
@@ -258,7 +258,7 @@ _HANDLERS: dict[type[Any], Callable[[PostgresSession, Any], Any]] = {
     ops.AcquireLease: _acquire_lease,
     ops.ReleaseLease: _release_lease,
     ops.PurgeMemories: _purge_memories,
-    ops.TombstoneEvents: _sql.tombstone_events,
+    ops.TombstoneEvents: _sql.log.tombstone_events,
 }
 
 
