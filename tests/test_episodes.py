@@ -412,15 +412,17 @@ def test_cli_records_lists_shows_recalls_and_counts(noema: Cli, tmp_path: Path) 
     )
     assert noema("episode", "record", "--file", str(file)).code == 0
 
-    listed = noema("episode", "list", "--json").json()
+    listed = noema("episode", "list", "--json").json()["episodes"]
     assert [e["outcome"] for e in listed] == ["failure", "success"]
     assert (
-        noema("episode", "list", "--outcome", "success", "--json").json()[0]["id"]
+        noema("episode", "list", "--outcome", "success", "--json").json()["episodes"][0]["id"]
         == (recorded["id"])
     )
     shown = noema("episode", "show", recorded["id"])
     assert shown.code == 0 and "action 2: curl() -> " in shown.out and "FAILED" in shown.out
-    recalled = noema("episode", "recall", "deploy API", "--prefer", "failure", "--json").json()
+    recalled = noema("episode", "recall", "deploy API", "--prefer", "failure", "--json").json()[
+        "results"
+    ]
     assert recalled[0]["episode"]["outcome"] == "failure"
     assert "outcome" in recalled[0]["components"]
     stats = noema("episode", "stats", "--json").json()
@@ -445,7 +447,7 @@ def test_cli_refuses_bad_episodes_with_one_line_and_writes_nothing(
     bad.write_text(json.dumps({"task": "t", "outcome": "success", "actions": [{"tool": 3}]}))
     assert_usage_error(noema("episode", "record", "--file", str(bad)), "tool")
     assert_usage_error(noema("episode", "record", "--file", str(tmp_path / "none.json")), "read")
-    assert noema("episode", "list", "--json").json() == []
+    assert noema("episode", "list", "--json").json() == {"episodes": []}
     assert noema("episode", "show", "nope").code != 0
 
 

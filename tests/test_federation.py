@@ -557,7 +557,7 @@ def test_cli_federate_round_trip(
     code, _, err = cli("--mind", "a", "federate", "remove", "far")
     assert code == 2 and "no subscription 'far'" in err and len(err.splitlines()) == 1
     code, out, _ = cli("--mind", "b", "federate", "list", "--json")
-    assert code == 0 and json.loads(out) == []
+    assert code == 0 and json.loads(out) == {"peers": []}
 
 
 # ---------------------------------------------------------------- the MCP server

@@ -19,7 +19,7 @@ from noema import ManualClock, Mind
 from noema.access import NOBODY, acting_as, serving
 from noema.async_mind import AsyncMind
 from noema.cli import build_parser
-from noema.cli._derived import option_name
+from noema.cli._derived import dest, option_name
 from noema.errors import Forbidden
 from noema.http.auth import Tokens
 from noema.http.openapi import build_document, openapi_path
@@ -120,7 +120,7 @@ def test_the_cli_command_takes_every_field(operation: Operation) -> None:
         parser = sub.choices[word]
     parser.format_help()  # the options are added when the command is used
     dests = {a.dest for a in parser._actions}
-    assert _fields(operation) <= dests, _fields(operation) - dests
+    assert {dest(f) for f in _fields(operation)} <= dests, operation.name
     flags = {s for a in parser._actions for s in a.option_strings}
     for name, info in operation.request.model_fields.items():
         if name not in operation.cli.positional and info.annotation is not bool:

@@ -54,7 +54,7 @@ def ok(noema: Cli, *argv: str) -> Any:
 
 
 def worlds(noema: Cli) -> list[dict[str, Any]]:
-    listed: list[dict[str, Any]] = ok(noema, "world", "list")
+    listed: list[dict[str, Any]] = ok(noema, "world", "list")["worlds"]
     return listed
 
 

@@ -20,12 +20,18 @@ import argparse
 import enum
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from noema.cli._parser import Parser
 
-__all__ = ["add_request_options", "option_name", "request_fields"]
+__all__ = [
+    "add_request_options",
+    "dest",
+    "operate",
+    "option_name",
+    "request_fields",
+]
 
 
 def option_name(field: str, annotation: Any) -> str:
@@ -45,13 +51,14 @@ def add_request_options(parser: Parser, operation_name: str) -> None:
     positional = operation.cli.positional if operation.cli else ()
     for name in positional:
         info = operation.request.model_fields[name]
-        parser.add_argument(name, help=info.description)
+        kind = _scalar(_bare(info.annotation))
+        parser.add_argument(dest(name), metavar=name.upper(), type=kind, help=info.description)
     for name, info in operation.request.model_fields.items():
         if name in positional:
             continue
         annotation = _bare(info.annotation)
         default = info.get_default(call_default_factory=True)
-        extra: dict[str, Any] = {"dest": name, "help": info.description}
+        extra: dict[str, Any] = {"dest": dest(name), "help": info.description}
         if annotation is bool:
             flag = f"--no-{name}" if default else f"--{name}"
             action = "store_false" if default else "store_true"
@@ -69,12 +76,44 @@ def add_request_options(parser: Parser, operation_name: str) -> None:
         parser.add_argument(option_name(name, info.annotation), **extra)
 
 
+def dest(field: str) -> str:
+    """Where a request field's value lands in the parsed command line (apart from ``--mind``)."""
+    return f"field_{field}"
+
+
 def request_fields(args: argparse.Namespace, operation_name: str) -> dict[str, Any]:
     """The request's fields the command line gave (the model's defaults apply to the rest)."""
     from noema.operations import BY_NAME
 
     fields = BY_NAME[operation_name].request.model_fields
-    return {name: value for name in fields if (value := getattr(args, name, None)) is not None}
+    given = {name: getattr(args, dest(name), None) for name in fields}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def operate(
+    args: argparse.Namespace, operation_name: str, lines: Callable[[Any], Iterable[str]]
+) -> int:
+    """Run an operation with the command line's fields: its JSON under ``--json``, else ``lines``.
+
+    The request is checked before the mind is opened, so a bad one writes nothing
+    (not even a new store). ``lines`` gets the operation's result (``Mind``'s own
+    objects) and gives what people read.
+    """
+    from noema.cli._common import EXIT_OK, open_mind
+    from noema.cli._render import emit_json
+    from noema.operations import BY_NAME, perform, request_of
+
+    operation = BY_NAME[operation_name]
+    request = request_of(operation, request_fields(args, operation_name))
+    with open_mind(args) as mind:
+        result = perform(mind, operation, request, via="cli")
+        if args.json:
+            emit_json(operation.reply(mind, result))
+            return EXIT_OK
+        text = list(lines(result))
+    for line in text:
+        print(line)
+    return EXIT_OK
 
 
 def _bare(annotation: Any) -> Any:

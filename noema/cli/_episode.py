@@ -15,10 +15,11 @@ import sys
 from typing import Any
 
 from concepts import RecallResult
-from concepts.episodes import EpisodeRecord, Posterior
+from concepts.episodes import EpisodeRecord, EpisodeStats, Posterior
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
+from noema.cli._derived import operate
 from noema.errors import InvalidInput
 
 __all__ = [
@@ -90,27 +91,15 @@ def cmd_episode_record(args: argparse.Namespace) -> int:
 
 def cmd_episode_list(args: argparse.Namespace) -> int:
     """``noema episode list``: the newest episodes, of a role, agent, outcome or tool."""
-    with open_mind(args) as mind:
-        records = mind.episodes(
-            role=args.role,
-            agent=args.agent,
-            outcome=args.outcome,
-            tool=args.tool_filter,
-            world=args.world,
-            limit=args.limit,
-        )
-    render.reply(
-        args.json,
-        [serialize.episode_json(r) for r in records],
-        *([_line(r) for r in records] or ["no episodes"]),
-    )
-    return EXIT_OK
+    return operate(args, "episodes", lambda records: [_line(r) for r in records] or ["no episodes"])
 
 
 def cmd_episode_show(args: argparse.Namespace) -> int:
     """``noema episode show ID``: one episode, every field and action."""
-    with open_mind(args) as mind:
-        record = mind.episode(args.id)
+    return operate(args, "episode", _shown)
+
+
+def _shown(record: EpisodeRecord) -> list[str]:
     episode = record.episode
     lines = [
         _line(record),
@@ -128,29 +117,16 @@ def cmd_episode_show(args: argparse.Namespace) -> int:
         )
     lines += [f"  learning: {item}" for item in episode.learnings]
     lines += [f"  artifact: {item}" for item in episode.artifacts]
-    render.reply(args.json, serialize.episode_json(record), *lines)
-    return EXIT_OK
+    return lines
 
 
 def cmd_episode_recall(args: argparse.Namespace) -> int:
     """``noema episode recall QUERY``: episodes by meaning and outcome, best first."""
-    with open_mind(args) as mind:
-        results = mind.recall_episodes(
-            args.query,
-            role=args.role,
-            agent=args.agent,
-            outcome=args.outcome,
-            tool=args.tool_filter,
-            prefer=args.prefer,
-            world=args.world,
-            limit=args.limit,
-        )
-    render.reply(
-        args.json,
-        [serialize.episode_result_json(r) for r in results],
-        *(render.result_lines([_one_line(r) for r in results]) if results else ["no episodes"]),
-    )
-    return EXIT_OK
+    return operate(args, "recall_episodes", _recalled)
+
+
+def _recalled(results: list[RecallResult]) -> list[str]:
+    return render.result_lines([_one_line(r) for r in results]) if results else ["no episodes"]
 
 
 def _one_line(result: RecallResult) -> RecallResult:
@@ -171,10 +147,10 @@ def _posterior_line(item: Posterior) -> str:
 
 def cmd_episode_stats(args: argparse.Namespace) -> int:
     """``noema episode stats``: success rates (Beta posteriors, 90% intervals) by group."""
-    with open_mind(args) as mind:
-        stats = mind.episode_stats(
-            role=args.role, agent=args.agent, tool=args.tool_filter, world=args.world
-        )
+    return operate(args, "episode_stats", _counted)
+
+
+def _counted(stats: EpisodeStats) -> list[str]:
     lines = [f"{stats.episodes} episodes", _posterior_line(stats.overall)]
     for title, group in (
         ("approaches", stats.approaches),
@@ -185,5 +161,4 @@ def cmd_episode_stats(args: argparse.Namespace) -> int:
         if group:
             lines.append(f"{title}:")
             lines += [_posterior_line(item) for item in group]
-    render.reply(args.json, serialize.episode_stats_json(stats), *lines)
-    return EXIT_OK
+    return lines

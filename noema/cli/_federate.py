@@ -17,8 +17,7 @@ from contextlib import contextmanager
 
 from concepts import Peer
 from noema import serialize
-from noema.cli import _render as render
-from noema.cli._common import EXIT_OK, open_mind
+from noema.cli._derived import operate
 from noema.errors import PeerUnavailable
 
 __all__ = [
@@ -59,32 +58,19 @@ def peer_line(peer: Peer) -> str:
 
 def cmd_federate_add(args: argparse.Namespace) -> int:
     """``noema federate add NAME --mind PEER [--url URL]``: subscribe to a peer mind."""
-    with open_mind(args) as mind:
-        peer = mind.federate(args.name, mind=args.peer_mind, url=args.url)
-    render.reply(args.json, serialize.peer_json(peer), f"subscribed {peer_line(peer)}")
-    return EXIT_OK
+    return operate(args, "federate", lambda peer: [f"subscribed {peer_line(peer)}"])
 
 
 def cmd_federate_remove(args: argparse.Namespace) -> int:
     """``noema federate remove NAME``: end a subscription."""
-    with open_mind(args) as mind:
-        peer = mind.unfederate(args.name)
-    render.reply(args.json, serialize.peer_json(peer), f"unsubscribed {peer_line(peer)}")
-    return EXIT_OK
+    return operate(args, "unfederate", lambda peer: [f"unsubscribed {peer_line(peer)}"])
 
 
 def cmd_federate_list(args: argparse.Namespace) -> int:
     """``noema federate list``: the mind's subscriptions, by name, with the trust in each."""
-    with open_mind(args) as mind:
-        peers = mind.peers()
-    lines = [peer_line(p) for p in peers] or ["no peers"]
-    render.reply(args.json, [serialize.peer_json(p) for p in peers], *lines)
-    return EXIT_OK
+    return operate(args, "peers", lambda peers: [peer_line(p) for p in peers] or ["no peers"])
 
 
 def cmd_federate_feedback(args: argparse.Namespace) -> int:
     """``noema federate feedback NAME VALUE``: rate a peer's results from -1 to 1."""
-    with open_mind(args) as mind:
-        peer = mind.peer_feedback(args.name, args.value, memory_id=args.memory)
-    render.reply(args.json, serialize.peer_json(peer), peer_line(peer))
-    return EXIT_OK
+    return operate(args, "peer_feedback", lambda peer: [peer_line(peer)])

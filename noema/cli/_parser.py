@@ -279,26 +279,16 @@ def build_parser() -> argparse.ArgumentParser:
     world = commands.group(
         "world", "the tree of worlds memories live in", "world_command", "ACTION"
     )
-    p = world.add("create", "_world.cmd_world_create", "a world, with its missing parents")
-    p.add_argument("path", type=world_path, metavar="PATH")
-    world.add("list", "_world.cmd_world_list", "every world, as a tree")
-    p = world.add("show", "_world.cmd_world_show", "a world: parent, memories and links")
-    p.add_argument("path", type=world_path, metavar="PATH")
-    p = world.add(
-        "rename", "_world.cmd_world_rename", "give a world a new name under the same parent"
-    )
-    p.add_argument("path", type=world_path, metavar="PATH")
-    p.add_argument("name", metavar="NAME")
-    p = world.add("move", "_world.cmd_world_move", "put a world (and all below it) under another")
-    p.add_argument("path", type=world_path, metavar="PATH")
-    p.add_argument("parent", type=world_path, metavar="PARENT")
-    for name, text in (
-        ("link", "let recall in SRC see DST (a refers_to link)"),
-        ("unlink", "remove the link from SRC to DST"),
+    for word, operation, text in (
+        ("create", "create_world", "a world, with its missing parents"),
+        ("list", "worlds", "every world, as a tree"),
+        ("show", "world", "a world: parent, memories and links"),
+        ("rename", "rename_world", "give a world a new name under the same parent"),
+        ("move", "move_world", "put a world (and all below it) under another"),
+        ("link", "link_worlds", "let recall in SRC see DST (a refers_to link)"),
+        ("unlink", "unlink_worlds", "remove the link from SRC to DST"),
     ):
-        p = world.add(name, "_world.cmd_world_link", text, unlink=name == "unlink")
-        p.add_argument("src", type=world_path, metavar="SRC")
-        p.add_argument("dst", type=world_path, metavar="DST")
+        world.operation(word, f"_world.cmd_world_{word}", text, operation=operation)
     world.add_json_options()
 
     p = commands.add("events", "_memory.cmd_events", "the event log, oldest first")
@@ -417,25 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
         "federate_command",
         "ACTION",
     )
-    p = federate.add(
-        "add", "_federate.cmd_federate_add", "subscribe to a peer mind (this store's, or --url's)"
-    )
-    p.add_argument("name", help="the subscription's name in this mind")
-    p.add_argument("--mind", dest="peer_mind", required=True, metavar="PEER", help="its mind")
-    p.add_argument("--url", metavar="URL", help="the peer's store (default: this one)")
-    p = federate.add(
-        "remove", "_federate.cmd_federate_remove", "end a subscription (its trust goes too)"
-    )
-    p.add_argument("name")
-    federate.add("list", "_federate.cmd_federate_list", "the subscriptions, with the trust in each")
-    p = federate.add(
-        "feedback",
-        "_federate.cmd_federate_feedback",
-        "rate a peer's results from -1 to 1 (moves its trust)",
-    )
-    p.add_argument("name")
-    p.add_argument("value", type=float)
-    p.add_argument("--memory", metavar="ID", help="the peer's memory the rating is about")
+    for word, operation, text in (
+        ("add", "federate", "subscribe to a peer mind (this store's, or --url's)"),
+        ("remove", "unfederate", "end a subscription (its trust goes too)"),
+        ("list", "peers", "the subscriptions, with the trust in each"),
+        ("feedback", "peer_feedback", "rate a peer's results from -1 to 1 (moves its trust)"),
+    ):
+        federate.operation(word, f"_federate.cmd_federate_{word}", text, operation=operation)
     federate.add_json_options()
 
     # ------------------------------------------------ task episodes: noema.cli._episode
@@ -562,32 +540,11 @@ def _add_episode_commands(commands: _Commands) -> None:
     p.add_argument("--world", type=world_path, metavar="PATH", help="the world it belongs to")
     p.add_argument("--tag", action="append", default=[], metavar="TAG")
     p.add_argument("--channel", choices=choices("Channel"), default="tool")
-    for name, handler, text in (
-        ("list", "_episode.cmd_episode_list", "the newest episodes"),
-        (
-            "recall",
-            "_episode.cmd_episode_recall",
-            "episodes by meaning and outcome: what worked last time",
-        ),
-        (
-            "stats",
-            "_episode.cmd_episode_stats",
-            "success rates per approach, tool, role (Beta posteriors)",
-        ),
+    for word, operation, text in (
+        ("list", "episodes", "the newest episodes"),
+        ("recall", "recall_episodes", "episodes by meaning and outcome: what worked last time"),
+        ("stats", "episode_stats", "success rates per approach, tool, role (Beta posteriors)"),
+        ("show", "episode", "one episode, every action"),
     ):
-        p = episode.add(name, handler, text)
-        if name == "recall":
-            p.add_argument("query")
-            p.add_argument(
-                "--prefer", choices=outcomes, default="success", help="the outcome ranked first"
-            )
-        p.add_argument("--role")
-        p.add_argument("--agent")
-        if name != "stats":
-            p.add_argument("--outcome", choices=outcomes)
-            p.add_argument("--limit", type=int, default=10 if name == "recall" else 50, metavar="N")
-        p.add_argument("--tool", dest="tool_filter", metavar="NAME", help="episodes that called it")
-        p.add_argument("--world", type=world_path, metavar="PATH", help="this world and below")
-    p = episode.add("show", "_episode.cmd_episode_show", "one episode, every action")
-    p.add_argument("id")
+        episode.operation(word, f"_episode.cmd_episode_{word}", text, operation=operation)
     episode.add_json_options()

@@ -18,9 +18,19 @@ walks the declarations and checks every face against them.
 from __future__ import annotations
 
 from noema.operations import episodes, federation, memories, minds, recall, worlds
-from noema.operations.spine import Cli, Needs, Operation, Route, answer, request_of
+from noema.operations.spine import Cli, Needs, Operation, Route, answer, perform, request_of
 
-__all__ = ["BY_NAME", "OPERATIONS", "Cli", "Needs", "Operation", "Route", "answer", "request_of"]
+__all__ = [
+    "BY_NAME",
+    "OPERATIONS",
+    "Cli",
+    "Needs",
+    "Operation",
+    "Route",
+    "answer",
+    "perform",
+    "request_of",
+]
 
 #: Every operation, in the order the faces list them.
 OPERATIONS: tuple[Operation, ...] = (

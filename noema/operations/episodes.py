@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from concepts import Channel
+from concepts import Channel, RecallResult
+from concepts.episodes import EpisodeRecord
 from noema import serialize
 from noema.operations import requests as q, results as r
-from noema.operations.spine import Operation, Route
+from noema.operations.spine import Cli, Operation, Route
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -20,29 +21,27 @@ def _record_episode(mind: Mind, request: q.EpisodeRequest) -> dict[str, Any]:
     return serialize.episode_json(mind.record_episode(fields, channel=Channel(request.channel)))
 
 
-def _episodes(mind: Mind, request: q.EpisodesRequest) -> dict[str, Any]:
-    found = mind.episodes(**request.model_dump(exclude_none=True))
-    return {"episodes": [serialize.episode_json(record) for record in found]}
+def _episode_reply(mind: Mind, record: EpisodeRecord) -> dict[str, Any]:
+    return serialize.episode_json(record)
 
 
-def _episode(mind: Mind, request: q.IdRequest) -> dict[str, Any]:
-    return serialize.episode_json(mind.episode(request.id))
+def _episodes_reply(mind: Mind, records: list[EpisodeRecord]) -> dict[str, Any]:
+    return {"episodes": [serialize.episode_json(record) for record in records]}
 
 
-def _recall_episodes(mind: Mind, request: q.EpisodeRecallRequest) -> dict[str, Any]:
-    options = request.model_dump(exclude={"query"}, exclude_none=True)
-    results = mind.recall_episodes(request.query, **options)
+def _recall_episodes(mind: Mind, request: q.EpisodeRecallRequest) -> list[RecallResult]:
+    return mind.recall_episodes(
+        request.query, **request.model_dump(exclude={"query"}, exclude_none=True)
+    )
+
+
+def _recall_reply(mind: Mind, results: list[RecallResult]) -> dict[str, Any]:
     paths = mind.world_paths() if any(x.memory.world for x in results) else {}
     return {
         "results": [
             serialize.episode_result_json(x, world=paths.get(x.memory.world, "")) for x in results
         ]
     }
-
-
-def _episode_stats(mind: Mind, request: q.EpisodeStatsRequest) -> dict[str, Any]:
-    stats = mind.episode_stats(**request.model_dump(exclude_none=True))
-    return serialize.episode_stats_json(stats)
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -66,9 +65,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "Recorded episodes, newest first, of a role, agent, outcome, tool or world.",
         q.EpisodesRequest,
         r.EpisodesOut,
-        _episodes,
+        lambda mind, req: mind.episodes(**req.model_dump(exclude_none=True)),
         writes=False,
         route=Route("GET", "/episodes", "episodes"),
+        reply=_episodes_reply,
+        cli=Cli(("episode", "list")),
     ),
     Operation(
         "recall_episodes",
@@ -83,27 +84,33 @@ OPERATIONS: tuple[Operation, ...] = (
             '`prefer`) and `rating`. `outcome="failure"` (or `prefer="failure"`) asks what '
             "failed. Filters: role, agent, outcome, tool, world."
         ),
+        reply=_recall_reply,
+        cli=Cli(("episode", "recall"), positional=("query",)),
     ),
     Operation(
         "episode_stats",
         "Success rates per approach, tool, role and agent, as Beta posteriors.",
         q.EpisodeStatsRequest,
         r.EpisodeStatsOut,
-        _episode_stats,
+        lambda mind, req: mind.episode_stats(**req.model_dump(exclude_none=True)),
         writes=False,
         route=Route("GET", "/episodes/stats", "episodes"),
         description=(
             "Each entry: `episodes`, `successes` (a partial outcome counts half), "
             "`failures`, posterior `mean` and 90% interval `low`..`high`, mean `rating`."
         ),
+        reply=lambda mind, stats: serialize.episode_stats_json(stats),
+        cli=Cli(("episode", "stats")),
     ),
     Operation(
         "episode",
         "One recorded episode by its memory's id.",
         q.IdRequest,
         r.EpisodeOut,
-        _episode,
+        lambda mind, req: mind.episode(req.id),
         writes=False,
         route=Route("GET", "/episodes/{id}", "episodes"),
+        reply=_episode_reply,
+        cli=Cli(("episode", "show"), positional=("id",)),
     ),
 )

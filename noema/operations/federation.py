@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from concepts import Peer
 from noema import serialize
 from noema.operations import requests as q, results as r
-from noema.operations.spine import Operation, Route
+from noema.operations.spine import Cli, Operation, Route
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -14,21 +15,12 @@ if TYPE_CHECKING:
 __all__ = ["OPERATIONS"]
 
 
-def _peers(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
-    return {"peers": [serialize.peer_json(p) for p in mind.peers()]}
-
-
-def _federate(mind: Mind, request: q.PeerRequest) -> dict[str, Any]:
-    return serialize.peer_json(mind.federate(request.name, mind=request.mind, url=request.url))
-
-
-def _unfederate(mind: Mind, request: q.PeerNameRequest) -> dict[str, Any]:
-    return serialize.peer_json(mind.unfederate(request.name))
-
-
-def _peer_feedback(mind: Mind, request: q.PeerFeedbackRequest) -> dict[str, Any]:
-    peer = mind.peer_feedback(request.name, request.value, memory_id=request.memory_id)
+def _peer_reply(mind: Mind, peer: Peer) -> dict[str, Any]:
     return serialize.peer_json(peer)
+
+
+def _peers_reply(mind: Mind, peers: list[Peer]) -> dict[str, Any]:
+    return {"peers": [serialize.peer_json(p) for p in peers]}
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -37,16 +29,18 @@ OPERATIONS: tuple[Operation, ...] = (
         "The mind's subscriptions to peer minds, with the trust (10th percentile) in each.",
         q.EmptyRequest,
         r.PeersOut,
-        _peers,
+        lambda mind, req: mind.peers(),
         writes=False,
         route=Route("GET", "/peers", "federation"),
+        reply=_peers_reply,
+        cli=Cli(("federate", "list")),
     ),
     Operation(
         "federate",
         "Subscribe, read-only, as `name` to the mind `mind` of this store (or at `url`).",
         q.PeerRequest,
         r.PeerOut,
-        _federate,
+        lambda mind, req: mind.federate(req.name, mind=req.mind, url=req.url),
         writes=True,
         needs="federation",
         route=Route("POST", "/peers", "federation", status=201),
@@ -57,23 +51,29 @@ OPERATIONS: tuple[Operation, ...] = (
             "(`--allow-federation`): then a mind the client opens, or one at a URL the "
             "server lists (`--peer-url`)."
         ),
+        reply=_peer_reply,
+        cli=Cli(("federate", "add"), positional=("name",)),
     ),
     Operation(
         "unfederate",
         "End the subscription `name`; returns it as it was.",
         q.PeerNameRequest,
         r.PeerOut,
-        _unfederate,
+        lambda mind, req: mind.unfederate(req.name),
         writes=True,
         route=Route("DELETE", "/peers/{name}", "federation"),
+        reply=_peer_reply,
+        cli=Cli(("federate", "remove"), positional=("name",)),
     ),
     Operation(
         "peer_feedback",
         "Rate a peer's results from -1 to 1, which moves the mind's trust in it.",
         q.PeerFeedbackRequest,
         r.PeerOut,
-        _peer_feedback,
+        lambda mind, req: mind.peer_feedback(req.name, req.value, memory_id=req.memory_id),
         writes=True,
         route=Route("POST", "/peers/{name}/feedback", "federation"),
+        reply=_peer_reply,
+        cli=Cli(("federate", "feedback"), positional=("name", "value")),
     ),
 )

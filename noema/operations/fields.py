@@ -132,6 +132,27 @@ def _world_words(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 
 #: Checked as its pattern says, a bad path explained as the mind explains it.
 WORLD_WORDS = WrapValidator(_world_words)
+
+
+def _name_words(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Check a world's name against its pattern; a bad one says why in the mind's words."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if isinstance(value, str):
+            raise ValueError(
+                f"{value!r} is not a world name (letters, digits, '_', '.', '-'; up to 64 "
+                "characters, not starting with '.' or '-')"
+            ) from None
+        raise
+
+
+#: One world's name (not a path).
+WorldName = Annotated[
+    str,
+    Field(min_length=1, max_length=64, pattern=rf"^{WORLD_NAME.pattern}$"),
+    WrapValidator(_name_words),
+]
 Path = Annotated[
     str,
     Field(

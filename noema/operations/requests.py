@@ -25,7 +25,6 @@ from concepts.episodes import (
 )
 from concepts.federation import PEER_NAME
 from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, MAX_RECALL_LIMIT
-from concepts.paths import WORLD_NAME
 from noema._arguments import MAX_INT64
 from noema.memory.knowledge.health import RULES
 from noema.operations.fields import (
@@ -44,6 +43,7 @@ from noema.operations.fields import (
     Time,
     Unit,
     World,
+    WorldName,
     WriteChannel,
 )
 
@@ -189,7 +189,7 @@ class RenameRequest(Request):
     """A new name for a world, under the same parent."""
 
     path: World
-    name: Annotated[str, Field(min_length=1, max_length=64, pattern=rf"^{WORLD_NAME.pattern}$")]
+    name: WorldName
 
 
 class MoveRequest(Request):

@@ -5,7 +5,8 @@ summary and longer description, its request model (``noema.operations.requests``
 its result model (``noema.operations.results``), whether it writes, what the
 caller needs beyond opening the mind (``noema.access`` decides it), and how
 each face shows it (a REST :class:`Route`, an MCP tool, a CLI command). Its ``answer`` does the work
-through the ``Mind`` API and returns the JSON every face replies with.
+through the ``Mind`` API, and its ``reply`` makes of the result the JSON every
+face replies with.
 
 :func:`answer` is that one call: it checks the request against the model,
 then answers as the caller under way. The faces only find
@@ -28,13 +29,32 @@ from noema.operations.fields import Request
 if TYPE_CHECKING:
     from noema.mind import Mind
 
-__all__ = ["Answer", "Cli", "Needs", "Operation", "Route", "answer", "face", "request_of"]
+__all__ = [
+    "Cli",
+    "Needs",
+    "Operation",
+    "Reply",
+    "Route",
+    "Run",
+    "answer",
+    "as_is",
+    "face",
+    "perform",
+    "request_of",
+]
 
-#: An operation's work: the mind and the checked request in, JSON out.
-Answer = Callable[["Mind", Any], Any]
+#: An operation's work: the mind and the checked request in, its result out.
+Run = Callable[["Mind", Any], Any]
+#: An operation's result as the JSON every face replies with.
+Reply = Callable[["Mind", Any], Any]
 #: What a caller needs besides opening the mind: nothing more (``mind``), or the
 #: right to subscribe the mind to the peer the request names (``federation``).
 Needs = Literal["mind", "federation"]
+
+
+def as_is(mind: Mind, result: Any) -> Any:
+    """The reply of an operation whose ``run`` returns JSON already."""
+    return result
 
 
 @dataclass(frozen=True)
@@ -76,7 +96,9 @@ class Operation:
         summary: one line saying what it does.
         request: the model of its input.
         result: the model of its JSON answer (``None``: not JSON, e.g. JSONL).
-        answer: the work (see :data:`Answer`).
+        run: the work (see :data:`Run`), through the ``Mind`` API.
+        reply: its result as JSON (see :data:`Reply`); ``as_is`` when ``run``
+            returns JSON already.
         writes: whether it changes the mind.
         needs: what the caller needs besides opening the mind (:data:`Needs`).
         route: how REST shows it (``None``: not over REST).
@@ -89,13 +111,14 @@ class Operation:
     summary: str
     request: type[Request]
     result: type[BaseModel] | None
-    answer: Answer
+    run: Run
     writes: bool
     route: Route | None
     needs: Needs = "mind"
     mcp: bool = True
     cli: Cli | None = None
     description: str = ""
+    reply: Reply = as_is
 
     @property
     def text(self) -> str:
@@ -141,9 +164,21 @@ def answer(
         InvalidInput: the request is wrong (nothing is done).
         NoemaError: what the operation raises (``Forbidden``: the caller may not).
     """
+    return operation.reply(mind, perform(mind, operation, fields, via=via))
+
+
+def perform(
+    mind: Mind, operation: Operation, fields: Mapping[str, Any] | BaseModel, *, via: str = "api"
+) -> Any:
+    """Run ``operation`` on ``mind``; its result before it is JSON (what ``answer`` replies with).
+
+    Raises:
+        InvalidInput: the request is wrong (nothing is done).
+        NoemaError: what the operation raises.
+    """
     request = request_of(operation, fields)
     token = _FACE.set(via)
     try:
-        return operation.answer(mind, request)
+        return operation.run(mind, request)
     finally:
         _FACE.reset(token)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from concepts import WorldInfo
 from noema import serialize
 from noema.operations import requests as q, results as r
-from noema.operations.spine import Operation, Route
+from noema.operations.spine import Cli, Operation, Route
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -14,32 +15,12 @@ if TYPE_CHECKING:
 __all__ = ["OPERATIONS"]
 
 
-def _worlds(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
-    return {"worlds": [serialize.world_json(w) for w in mind.worlds()]}
+def _world_reply(mind: Mind, world: WorldInfo) -> dict[str, Any]:
+    return serialize.world_json(world)
 
 
-def _create_world(mind: Mind, request: q.WorldRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.create_world(request.path))
-
-
-def _world(mind: Mind, request: q.WorldRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.world(request.path))
-
-
-def _rename_world(mind: Mind, request: q.RenameRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.rename_world(request.path, request.name))
-
-
-def _move_world(mind: Mind, request: q.MoveRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.move_world(request.path, request.parent))
-
-
-def _link_worlds(mind: Mind, request: q.LinkWorldsRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.link_worlds(request.src, request.dst))
-
-
-def _unlink_worlds(mind: Mind, request: q.LinkWorldsRequest) -> dict[str, Any]:
-    return serialize.world_json(mind.unlink_worlds(request.src, request.dst))
+def _worlds_reply(mind: Mind, worlds: list[WorldInfo]) -> dict[str, Any]:
+    return {"worlds": [serialize.world_json(w) for w in worlds]}
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -48,71 +29,85 @@ OPERATIONS: tuple[Operation, ...] = (
         'Every world of the mind by path, the root (`""`) first.',
         q.EmptyRequest,
         r.WorldsOut,
-        _worlds,
+        lambda mind, req: mind.worlds(),
         writes=False,
         route=Route("GET", "/worlds", "worlds"),
         description=(
             "Each with its parent's path, name, active `memories` and `links` (the worlds a "
             "recall inside it also sees)."
         ),
+        reply=_worlds_reply,
+        cli=Cli(("world", "list")),
     ),
     Operation(
         "create_world",
         "Create the world at `path` (`work/project-x`) and any missing parent.",
         q.WorldRequest,
         r.WorldOut,
-        _create_world,
+        lambda mind, req: mind.create_world(req.path),
         writes=True,
         route=Route("POST", "/worlds", "worlds", status=201),
         description=(
             "An existing world is returned as it is. Memories go into it with "
             "`remember(world=path)`; `recall(world=path)` looks inside it."
         ),
+        reply=_world_reply,
+        cli=Cli(("world", "create"), positional=("path",)),
     ),
     Operation(
         "rename_world",
         "Give the world at `path` a new `name` under the same parent.",
         q.RenameRequest,
         r.WorldOut,
-        _rename_world,
+        lambda mind, req: mind.rename_world(req.path, req.name),
         writes=True,
         route=Route("POST", "/worlds/rename", "worlds"),
+        reply=_world_reply,
+        cli=Cli(("world", "rename"), positional=("path", "name")),
     ),
     Operation(
         "move_world",
         "Move the world at `path`, and every world below it, under `parent`.",
         q.MoveRequest,
         r.WorldOut,
-        _move_world,
+        lambda mind, req: mind.move_world(req.path, req.parent),
         writes=True,
         route=Route("POST", "/worlds/move", "worlds"),
+        reply=_world_reply,
+        cli=Cli(("world", "move"), positional=("path", "parent")),
     ),
     Operation(
         "link_worlds",
         "Link world `src` to `dst`: a recall inside `src` then sees `dst` too.",
         q.LinkWorldsRequest,
         r.WorldOut,
-        _link_worlds,
+        lambda mind, req: mind.link_worlds(req.src, req.dst),
         writes=True,
         route=Route("POST", "/worlds/link", "worlds"),
         description="Its memories come discounted per link followed (the `link` component).",
+        reply=_world_reply,
+        cli=Cli(("world", "link"), positional=("src", "dst")),
     ),
     Operation(
         "unlink_worlds",
         "Remove the link from world `src` to `dst`.",
         q.LinkWorldsRequest,
         r.WorldOut,
-        _unlink_worlds,
+        lambda mind, req: mind.unlink_worlds(req.src, req.dst),
         writes=True,
         route=Route("POST", "/worlds/unlink", "worlds"),
+        reply=_world_reply,
+        cli=Cli(("world", "unlink"), positional=("src", "dst")),
     ),
     Operation(
         "world",
         "One world by path: its parent's path, name, active memories and links.",
         q.WorldRequest,
         r.WorldOut,
-        _world,
+        lambda mind, req: mind.world(req.path),
         writes=False,
         route=Route("GET", "/worlds/{path:path}", "worlds"),
+        reply=_world_reply,
+        cli=Cli(("world", "show"), positional=("path",)),
     ),
 )
