@@ -21,7 +21,6 @@ import functools
 import inspect
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from noema import runtime
@@ -134,12 +133,7 @@ class AsyncMind:
     async def __aenter__(self) -> AsyncMind:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def call(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

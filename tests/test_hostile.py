@@ -1126,7 +1126,8 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
 def test_the_fuzzed_methods_are_every_public_method_with_arguments() -> None:
     """A new method of ``Mind`` joins ``MIND_CALLS``, with every one of its arguments."""
     public: dict[str, list[str]] = {}
-    for name, member in vars(Mind).items():
+    for name in dir(Mind):  # its parts' methods too (noema/_mind/)
+        member = inspect.getattr_static(Mind, name)
         if name.startswith("_") or not callable(member) or isinstance(member, classmethod):
             continue
         parameters = inspect.signature(member).parameters

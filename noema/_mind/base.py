@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import SkipValidation
-
-from concepts import Memory, MemoryInput, MindInfo, RecallResult
-from concepts.models import UtcDatetime
-from noema._arguments import Count
+from concepts import Memory, MindInfo, RecallResult
 from noema.access import Caller
 from noema.clock import Clock
 from noema.config import MindConfig
@@ -75,18 +71,7 @@ class MindBase:
         return self.storage.url
 
     if TYPE_CHECKING:  # what one part calls of another; ``Mind`` has each
-
-        def get(self, memory_id: str, *, known_at: UtcDatetime | None = None) -> Memory: ...
-
-        def world_path(self, world_id: str) -> str: ...
-
-        def recall(self, query: Any = "", **options: Any) -> list[RecallResult]: ...
-
-        def remember_many(
-            self,
-            items: SkipValidation[Iterable[MemoryInput | Mapping[str, Any]]],
-            *,
-            batch_size: Count | None = None,
-            force: bool = False,
-            progress: Progress | None = None,
-        ) -> list[Memory]: ...
+        get: Callable[..., Memory]
+        world_path: Callable[[str], str]
+        recall: Callable[..., list[RecallResult]]
+        remember_many: Callable[..., list[Memory]]

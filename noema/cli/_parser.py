@@ -137,6 +137,14 @@ class _Commands:
         self._json.append((p, None))
         return p
 
+    def operations(self, handlers: str, *commands: tuple[str, str, str]) -> None:
+        """Sub-commands made from operations: ``(word, operation, help)`` each.
+
+        Each is run by the handler ``{handlers}_{word}`` (``"_world.cmd_world"``).
+        """
+        for word, operation, text in commands:
+            self.operation(word, f"{handlers}_{word}", text, operation=operation)
+
     def group(self, name: str, help: str, dest: str, metavar: str) -> _Commands:
         """A sub-command ``name`` that has sub-commands of its own."""
         return _Commands(self._group.add_parser(name, help=help), dest, metavar)
@@ -279,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     world = commands.group(
         "world", "the tree of worlds memories live in", "world_command", "ACTION"
     )
-    for word, operation, text in (
+    world.operations(
+        "_world.cmd_world",
         ("create", "create_world", "a world, with its missing parents"),
         ("list", "worlds", "every world, as a tree"),
         ("show", "world", "a world: parent, memories and links"),
@@ -287,8 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("move", "move_world", "put a world (and all below it) under another"),
         ("link", "link_worlds", "let recall in SRC see DST (a refers_to link)"),
         ("unlink", "unlink_worlds", "remove the link from SRC to DST"),
-    ):
-        world.operation(word, f"_world.cmd_world_{word}", text, operation=operation)
+    )
     world.add_json_options()
 
     p = commands.add("events", "_memory.cmd_events", "the event log, oldest first")
@@ -407,13 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
         "federate_command",
         "ACTION",
     )
-    for word, operation, text in (
+    federate.operations(
+        "_federate.cmd_federate",
         ("add", "federate", "subscribe to a peer mind (this store's, or --url's)"),
         ("remove", "unfederate", "end a subscription (its trust goes too)"),
         ("list", "peers", "the subscriptions, with the trust in each"),
         ("feedback", "peer_feedback", "rate a peer's results from -1 to 1 (moves its trust)"),
-    ):
-        federate.operation(word, f"_federate.cmd_federate_{word}", text, operation=operation)
+    )
     federate.add_json_options()
 
     # ------------------------------------------------ task episodes: noema.cli._episode
@@ -540,11 +548,11 @@ def _add_episode_commands(commands: _Commands) -> None:
     p.add_argument("--world", type=world_path, metavar="PATH", help="the world it belongs to")
     p.add_argument("--tag", action="append", default=[], metavar="TAG")
     p.add_argument("--channel", choices=choices("Channel"), default="tool")
-    for word, operation, text in (
+    episode.operations(
+        "_episode.cmd_episode",
         ("list", "episodes", "the newest episodes"),
         ("recall", "recall_episodes", "episodes by meaning and outcome: what worked last time"),
         ("stats", "episode_stats", "success rates per approach, tool, role (Beta posteriors)"),
         ("show", "episode", "one episode, every action"),
-    ):
-        episode.operation(word, f"_episode.cmd_episode_{word}", text, operation=operation)
+    )
     episode.add_json_options()

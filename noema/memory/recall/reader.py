@@ -39,44 +39,24 @@ __all__ = ["MemoryReader", "recall_query"]
 def recall_query(
     query: str = "",
     *,
-    limit: int = 10,
     filters: RecallFilters | Mapping[str, Any] | None = None,
-    as_of: datetime | str | None = None,
-    peek: bool = False,
-    mode: str = "any",
-    fusion: str | None = None,
-    explore: bool = False,
-    seed: int | None = None,
-    depth: str = "fast",
-    world: str | None = None,
-    strategy: str = "flat",
-    federated: bool = True,
-    **filter_fields: Any,
+    **fields: Any,
 ) -> RecallQuery:
-    """A validated ``RecallQuery``.
+    """A validated ``RecallQuery``: ``Mind.recall``'s arguments, defaults the query's.
+
+    ``fields`` are the query's own (``limit``, ``as_of``, ``depth``, ...) and
+    filters (``kinds``, ``key``, ``known_at``, ...), merged into ``filters``.
 
     Raises:
         InvalidInput: a field is wrong; the error names it (``error.field``).
     """
+    own = {name: value for name, value in fields.items() if name in RecallQuery.model_fields}
+    narrow = {name: value for name, value in fields.items() if name not in own}
     try:
         if isinstance(filters, RecallFilters):
             filters = filters.model_dump()
-        merged = RecallFilters.model_validate({**(filters or {}), **filter_fields})
-        return RecallQuery(
-            text=query,
-            limit=limit,
-            filters=merged,
-            as_of=as_of,
-            peek=peek,
-            mode=mode,
-            fusion=fusion,
-            explore=explore,
-            seed=seed,
-            depth=depth,
-            world=world,
-            strategy=strategy,
-            federated=federated,
-        )
+        merged = RecallFilters.model_validate({**(filters or {}), **narrow})
+        return RecallQuery(text=query, filters=merged, **own)
     except ValidationError as exc:
         raise from_validation(exc) from None
 
