@@ -47,12 +47,10 @@ from noema.embeddings import Embedder, as_embedder, load_embedder
 from noema.errors import InvalidInput, from_validation
 from noema.ids import new_id
 from noema.memory.engine import Engine
-from noema.memory.recall.federation import Federation
 from noema.memory.recall.reader import recall_query
 from noema.memory.recall.rerank import Reranker, as_reranker, load_reranker
 from noema.memory.upkeep import derived as upkeep
 from noema.memory.write.policy import screen_name
-from noema.memory.write.worlds import Worlds
 from noema.storage import Storage, open_storage, ops
 
 __all__ = ["Mind", "Progress", "recall_query"]
@@ -101,11 +99,9 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         self._reconciler = self._engine.reconciler
         self._recaller = self._engine.recaller
         self._reader = self._engine.reader
-        self._worlds = Worlds(storage, info, self.clock, self.config)
+        self._worlds = self._engine.worlds
         self._background = upkeep.BackgroundEmbedding(self._engine)
-        self._federation = Federation(
-            storage, info, self.config, self.clock, self.embedder, self.reranker
-        )
+        self._federation = self._engine.federation
         self.caller = OPERATOR
 
     # ------------------------------------------------------------ lifecycle

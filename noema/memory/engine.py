@@ -14,10 +14,12 @@ from concepts import MindInfo
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
+from noema.memory.recall.federation import Federation
 from noema.memory.recall.pipeline import Recaller
 from noema.memory.recall.reader import MemoryReader
 from noema.memory.recall.rerank import Reranker
 from noema.memory.write.reconciler import Reconciler
+from noema.memory.write.worlds import Worlds
 from noema.storage import Storage
 
 __all__ = ["Engine"]
@@ -36,6 +38,8 @@ class Engine:
         reconciler: the write path.
         recaller: the recall pipeline.
         reader: read-only access for processes and faces.
+        worlds: the tree of worlds.
+        federation: the mind's subscriptions to peers, and the federated recall.
     """
 
     storage: Storage
@@ -46,6 +50,8 @@ class Engine:
     reconciler: Reconciler
     recaller: Recaller
     reader: MemoryReader
+    worlds: Worlds
+    federation: Federation
 
     @classmethod
     def build(
@@ -68,4 +74,6 @@ class Engine:
             reconciler=Reconciler(storage, mind, config, clock, embedder),
             recaller=recaller,
             reader=MemoryReader(storage, mind, recaller),
+            worlds=Worlds(storage, mind, clock, config),
+            federation=Federation(storage, mind, config, clock, embedder, reranker),
         )
