@@ -78,6 +78,7 @@ class Reflect(Process):
         self.salience = salience
         self._lock = threading.Lock()
         self._running: Future[ReflectReport] | None = None
+        self._worker: threading.Thread | None = None
 
     async def propose(self, ctx: ProcessContext) -> list[Candidate]:
         """Start a consolidation every ``every`` cycles; propose what a finished one wrote.
@@ -115,6 +116,9 @@ class Reflect(Process):
         if self._running is not None:
             running, self._running = self._running, None
             await asyncio.wrap_future(running)
+        if self._worker is not None:  # its result is out; let the thread itself end too
+            worker, self._worker = self._worker, None
+            await asyncio.to_thread(worker.join)
 
     def consolidate(self, ctx: ProcessContext) -> ReflectReport:
         """Run one consolidation over ``ctx``'s mind with this process's options, now.
@@ -149,7 +153,8 @@ class Reflect(Process):
             except BaseException as exc:  # handed to propose, which reports it
                 future.set_exception(exc)
 
-        threading.Thread(target=work, name=f"noema-{self.name}", daemon=False).start()
+        self._worker = threading.Thread(target=work, name=f"noema-{self.name}", daemon=False)
+        self._worker.start()
         return future
 
     def _candidate(self, memory: Memory, ctx: ProcessContext) -> Candidate:

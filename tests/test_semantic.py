@@ -389,7 +389,7 @@ def test_embed_missing_command(store_url: str, capsys: pytest.CaptureFixture[str
     assert "unknown embedder 'bogus'" in capsys.readouterr().err
     args = ["--db", store_url, "--embedder", "hash:16", "recall", "Ada", "--fusion", "rrf"]
     assert main([*args, "--json"]) == 0
-    (result,) = json.loads(capsys.readouterr().out)
+    (result,) = json.loads(capsys.readouterr().out)["results"]
     assert set(result["components"]) == {"text", "vector", "graph", "status"}
     assert main([*args, "--tier", "summary"]) == 0
     assert "- Ada codes (claim, confidence 0.80)" in capsys.readouterr().out
