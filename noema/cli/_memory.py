@@ -197,6 +197,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _changed(args: argparse.Namespace, memory: Memory, now: datetime, line: str) -> int:
+    """Print a memory a command changed: its JSON (at the mind's ``now``) or ``line``."""
+    render.reply(args.json, serialize.memory_json(memory, at=now), line)
+    return EXIT_OK
+
+
 def cmd_retract(args: argparse.Namespace) -> int:
     """``noema memory retract``: mark a memory inaccurate, with a reason."""
     if not args.reason.strip():
@@ -204,8 +210,7 @@ def cmd_retract(args: argparse.Namespace) -> int:
     with open_mind(args) as mind:
         memory = mind.retract(args.id, reason=args.reason)
         now = mind.clock.now()
-    render.reply(args.json, serialize.memory_json(memory, at=now), f"retracted {memory.id}")
-    return EXIT_OK
+    return _changed(args, memory, now, f"retracted {memory.id}")
 
 
 def cmd_relate(args: argparse.Namespace) -> int:
@@ -223,12 +228,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     with open_mind(args) as mind:
         memory = mind.feedback(args.id, args.value, note=args.note)
         now = mind.clock.now()
-    render.reply(
-        args.json,
-        serialize.memory_json(memory, at=now),
-        f"{memory.id}  confidence now {memory.confidence:.3f}",
-    )
-    return EXIT_OK
+    return _changed(args, memory, now, f"{memory.id}  confidence now {memory.confidence:.3f}")
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
@@ -301,9 +301,8 @@ def _reject_memory(args: argparse.Namespace, mind: Mind) -> int:
     if reason is None:
         raise UsageError(f"reject: rejecting memory {args.id} needs --reason")
     memory = mind.reject_memory(args.id, reason=reason)
-    shape = serialize.memory_json(memory, at=mind.clock.now())
-    render.reply(args.json, shape, f"rejected memory {memory.id}: it leaves normal recall")
-    return EXIT_OK
+    line = f"rejected memory {memory.id}: it leaves normal recall"
+    return _changed(args, memory, mind.clock.now(), line)
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> int:
@@ -319,12 +318,8 @@ def cmd_lifecycle(args: argparse.Namespace) -> int:
         now = mind.clock.now()
     done = "verified" if args.lifecycle_action == "verify" else "reinstated"
     tier = serialize.memory_tier(memory, now).value
-    render.reply(
-        args.json,
-        serialize.memory_json(memory, at=now),
-        f"{done} {memory.id}  lifecycle {memory.lifecycle.value}, {tier} confidence",
-    )
-    return EXIT_OK
+    line = f"{done} {memory.id}  lifecycle {memory.lifecycle.value}, {tier} confidence"
+    return _changed(args, memory, now, line)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
