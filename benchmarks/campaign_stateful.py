@@ -7,7 +7,7 @@ Runs the same ``hypothesis.stateful`` machine as CI (two minds in one store
 per sequence: remember, remember_many, keyed and explicit supersession,
 retract, every relation, same_as proposals approved and rejected, feedback,
 recall peek and reinforcing, forget by id, key and text, export-then-import,
-decay with a manual clock; DESIGN section 7's invariants checked after every
+decay with a manual clock; the invariants of docs/architecture.md checked after every
 step), randomly seeded, in rounds of ``--round`` sequences. ``--sequences`` is
 the total, split evenly across the backends.
 
@@ -212,8 +212,8 @@ def render(results: list[Result], steps: int, command: str) -> str:
         "minds in a fresh store (remember, remember_many, keyed and explicit supersession,",
         "retract, relate with every relation, same_as proposals approved and rejected, feedback,",
         "recall peek and reinforcing, forget by id, key and text, export-then-import, decay with",
-        "the manual clock advanced), checking DESIGN section 7's invariants against a model",
-        "after every step. A violation is a sequence that broke one; seconds include",
+        "the manual clock advanced), checking the invariants of docs/architecture.md against a",
+        "model after every step. A violation is a sequence that broke one; seconds include",
         "shrinking the first of each kind to its minimal sequence"
         + (
             f" ({', '.join(f'{r.shrinking:,.0f} s on {r.backend}' for r in shrunk)})."

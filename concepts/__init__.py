@@ -1,4 +1,4 @@
-"""The vocabulary of Noema: enums and pydantic models, with no I/O (DESIGN section 2)."""
+"""The vocabulary of Noema: enums and pydantic models, with no I/O (docs/architecture.md)."""
 
 from concepts.enums import (
     CHANNEL_TRUST,

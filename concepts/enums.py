@@ -1,4 +1,4 @@
-"""The closed vocabularies of Noema (DESIGN section 2)."""
+"""The closed vocabularies of Noema (docs/architecture.md, "Vocabulary")."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class MemoryKind(StrEnum):
 
 
 class DecayClass(StrEnum):
-    """How fast a memory's confidence fades at query time (DESIGN section 3).
+    """How fast a memory's confidence fades at query time (docs/architecture.md).
 
     ``ephemeral`` halves in a week, ``stable`` in a year, ``permanent`` never.
     Stored confidence never changes; only the confidence recall sees does.

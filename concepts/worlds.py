@@ -1,4 +1,4 @@
-"""Worlds: the tree of scopes a mind's memories live in (DESIGN section 2, "Worlds").
+"""Worlds: the tree of scopes a mind's memories live in (docs/architecture.md, "Vocabulary").
 
 A world is a named container inside a mind; worlds nest to any depth and every
 memory belongs to exactly one. The root world has the empty path and the id

@@ -2,7 +2,7 @@
 
 Import the public API from here: ``from noema import Mind``. The face (``Mind``
 and friends) is exported lazily so that importing the engine never pulls in the
-face (DESIGN section 1).
+face (docs/architecture.md, "Layout").
 """
 
 from __future__ import annotations

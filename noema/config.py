@@ -60,7 +60,7 @@ OPTIONAL_SIGNALS = ("graph", "keys", "entity", "time", "dated")
 
 
 class RecallWeights(BaseModel):
-    """Weights of the recall components (DESIGN section 3). They need not sum to 1."""
+    """Weights of the recall components (ADR 0005). They need not sum to 1."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,6 +1,6 @@
 """Embedders: LangChain ``Embeddings`` with the model name their vectors are stored under.
 
-DESIGN section 3 ("Embeddings"); choices in ADR 0008. Vectors are keyed by
+docs/architecture.md, "Embeddings"; choices in ADR 0008. Vectors are keyed by
 (memory, model, dimensions), so an ``Embedder`` pairs any LangChain
 ``Embeddings`` with the ``model`` name its vectors are stored under.
 

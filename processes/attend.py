@@ -1,4 +1,4 @@
-"""attend: observations that win attention become episodic memories (DESIGN §5)."""
+"""attend: observations that win attention become episodic memories (docs/architecture.md)."""
 
 from __future__ import annotations
 

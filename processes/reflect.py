@@ -1,5 +1,6 @@
-"""reflect: consolidation every few cycles, and what it wrote put up for attention (DESIGN §5).
+"""reflect: consolidation every few cycles, and what it wrote put up for attention.
 
+See docs/architecture.md, "Processes".
 The work itself (grouping related episodes, writing semantic and procedural
 memories with ``derived_from`` edges, refining the summary of a group that new
 episodes joined, flagging contradictions, proposing merges, asking a chat model

@@ -1,4 +1,4 @@
-"""retrieve: recalls what each new observation brings to mind (DESIGN §5)."""
+"""retrieve: recalls what each new observation brings to mind (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ def test_errors_form_one_tree() -> None:
 
 
 def test_importing_noema_or_its_engine_does_not_load_the_face() -> None:
-    # DESIGN section 1: the face is exported lazily, or the engine would import it.
+    # docs/architecture.md, "Layout": the face is exported lazily, or the engine would import it.
     code = (
         "import sys, noema, noema.storage, noema.memory.write.reconciler, "
         "noema.memory.recall.pipeline; "

@@ -1,4 +1,4 @@
-"""The invariants of DESIGN section 7, one test each, through the public ``Mind`` API."""
+"""The invariants of docs/architecture.md, one test each, through the public ``Mind`` API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layout of DESIGN section 1, read from the code's own imports.
+"""The layout of docs/architecture.md, read from the code's own imports.
 
 Every ``import`` and ``from ... import`` of our packages is collected with
 ``ast`` (inside functions and ``TYPE_CHECKING`` blocks too) and checked against
@@ -49,7 +49,7 @@ def _layer(module: str) -> str:
     return "engine"
 
 
-#: What each layer may import (DESIGN section 1).
+#: What each layer may import (docs/architecture.md, "Layout").
 ALLOWED = {
     "concepts": {"concepts"},
     "engine": {"concepts", "engine"},

@@ -1,4 +1,4 @@
-"""Stateful property test: random sequences of operations keep DESIGN section 7's invariants.
+"""Stateful property test: random operation sequences keep the invariants of docs/architecture.md.
 
 A ``hypothesis.stateful`` machine drives two minds in one store (and the copies
 export-then-import makes of them) through remember (one at a time and in

@@ -1,6 +1,6 @@
 """Worlds inside a mind and "as known at" (transaction time): the engine, on every backend.
 
-Isolation (DESIGN §7, invariant 10): a recall inside a world sees it and its
+Isolation (invariant 10 of docs/architecture.md): a recall inside a world sees it and its
 descendants, never a sibling unless a link reaches it, and then discounted. The
 bitemporal half: ``known_at`` answers from what the mind had recorded by then,
 as it stood then; ``as_of`` from validity; both together ask what the mind

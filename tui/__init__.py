@@ -1,4 +1,4 @@
-"""The Textual app that inspects a mind: ``noema tui`` (DESIGN section 6).
+"""The Textual app that inspects a mind: ``noema tui`` (ADR 0010).
 
 ``NoemaApp(mind)`` watches the mind's workspace, explores and corrects its
 memories and takes operator knowledge; importing ``tui`` does not import Textual.

@@ -1,4 +1,7 @@
-"""Attention: scores candidates and keeps the winners in a small working memory (DESIGN §4)."""
+"""Attention: scores candidates and keeps the winners in a small working memory.
+
+See docs/architecture.md, "Workspace".
+"""
 
 from __future__ import annotations
 

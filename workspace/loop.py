@@ -1,4 +1,4 @@
-"""The global-workspace cycle (DESIGN §4).
+"""The global-workspace cycle (docs/architecture.md, "Workspace").
 
 Each cycle: observations are logged; every process proposes candidates;
 attention scores them and admits the best; working memory decays and takes the

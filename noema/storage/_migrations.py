@@ -1,4 +1,4 @@
-"""The migration runner both SQL backends use (STYLE "Shape": numbered, append-only lists).
+"""The migration runner both SQL backends use (ADR 0002: numbered, append-only lists).
 
 A backend brings its list of ``(version, name, script)``, how to run one script
 and how to read its driver's errors; the steps are the same everywhere: the

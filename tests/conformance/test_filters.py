@@ -1,4 +1,4 @@
-"""Every backend filters as ``RecallFilters.matches`` says (DESIGN section 3).
+"""Every backend filters as ``RecallFilters.matches`` says (docs/architecture.md, "Recall").
 
 Recall asks storage for candidates that already pass its filters (the text,
 vector and entity searches and the scans of ``noema.storage.ops``), and checks

@@ -1,4 +1,4 @@
-"""Schema migrations: numbered, append-only, applied on open (DESIGN section 3, STYLE "Shape").
+"""Schema migrations: numbered, append-only, applied on open (ADR 0002).
 
 Each backend has its own list of migrations and its own way to look beneath the
 protocol, so the few backend-specific steps live in a ``MigrationProbe`` per

@@ -853,7 +853,7 @@ def test_past_the_common_word_floor_filters_never_hide_a_hit(
 
 @pytest.mark.parametrize("field", FIELDS)
 def test_one_minds_writes_never_move_another_minds_scores(storage: Storage, field: Field) -> None:
-    """Text statistics (documents, lengths, term counts) are per mind (DESIGN invariant 10)."""
+    """Text statistics (documents, lengths, term counts) are per mind (invariant 10)."""
     alice, bob = ensure_mind(storage, "alice"), ensure_mind(storage, "bob")
 
     def note(mind_id: str, text: str, i: int) -> Memory:

@@ -4,7 +4,7 @@ The write path extracts entities from every memory's content ("deterministic
 entity extraction at write time (names, quoted strings, codes and identifiers,
 dates) into entity nodes linked by ``refers_to``"), and recall extracts them from
 the query. Memories that share an entity with the query are graph-lane hits
-(DESIGN section 3, "Retrieval": the graph lane follows ``refers_to`` / ``same_as``
+(docs/architecture.md, "Recall": the graph lane follows ``refers_to`` / ``same_as``
 edges from memories that match the query's entities). Both sides must therefore
 produce the same key for the same thing, with no model, no network and no
 randomness: the function below is pure and depends on the text alone.

@@ -1,4 +1,4 @@
-"""Recall v1: fused, filtered, explained (DESIGN section 3, "Retrieval").
+"""Recall v1: fused, filtered, explained (docs/architecture.md, "Recall").
 
 ``Recaller`` runs one recall from end to end; the parts live apart:
 

@@ -1,4 +1,4 @@
-"""Recalled memories rendered as a prompt block, at three detail tiers (DESIGN section 3).
+"""Recalled memories rendered as a prompt block, at three detail tiers (docs/architecture.md).
 
 The block groups memories by kind under a fixed order of headings, best-ranked
 first inside each group::

@@ -1,6 +1,6 @@
 """Query understanding for recall: deterministic, and shown in every result's signals.
 
-A question is read three ways before any lane runs (DESIGN section 3, "entity / time"):
+A question is read three ways before any lane runs (docs/architecture.md, "Recall"):
 
 - **Words** for the text lanes: the query's words without stop words, question
   words and the words of its time expressions ("last May" ranks by date, not by

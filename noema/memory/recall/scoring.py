@@ -161,7 +161,7 @@ def score(
 
 
 def feedback_adjustment(mean: float) -> float:
-    """Positive feedback boosts up to +0.2, negative penalises up to -0.3 (DESIGN section 3)."""
+    """Positive feedback boosts up to +0.2, negative penalises up to -0.3 (docs/architecture.md)."""
     return mean * (FEEDBACK_BOOST if mean > 0 else FEEDBACK_PENALTY)
 
 

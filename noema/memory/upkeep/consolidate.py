@@ -1,5 +1,6 @@
-"""Consolidation: related episodic memories become semantic or procedural ones (DESIGN §5).
+"""Consolidation: related episodic memories become semantic or procedural ones.
 
+The work of the reflect process (docs/architecture.md, "Processes").
 A run reads the newest ``limit`` active episodic memories that no semantic or
 procedural memory is yet ``derived_from`` (the *new* episodes), and with them,
 as context, the recent episodes that reflect's active summaries are derived

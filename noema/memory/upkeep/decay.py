@@ -1,4 +1,4 @@
-"""The decay job: lowers activation, never deletes or changes content (DESIGN section 3).
+"""The decay job: lowers activation, never deletes or changes content (docs/architecture.md).
 
 It also finds what has gone stale: an active or candidate memory whose
 confidence, faded by its decay class, is below the mind's ``stale_confidence``

@@ -1,8 +1,8 @@
 """Write-time detection of supersession, contradiction and near-duplicates.
 
 The reconciler calls ``detect`` inside the write transaction with the memories
-it is about to insert; what comes back is a list of *proposals* (DESIGN section
-3, "Write path", step 4): a probable ``supersedes`` or ``contradicts`` when a new
+it is about to insert; what comes back is a list of *proposals* (docs/architecture.md,
+"Write path", step 4): a probable ``supersedes`` or ``contradicts`` when a new
 memory states another value for the subject of a memory already held, and
 ``same_as`` for a near-duplicate. Nothing is applied here: the caller stages the
 proposals for an operator, and each carries the evidence that made it. Facts

@@ -2,7 +2,7 @@
 
 At write time every memory gets a ``keys`` text, full-text indexed apart from
 its content and ranked as its own lane (the ``keys`` signal, with its own
-weight; DESIGN section 3, "text"). It holds, deduplicated and in this order:
+weight; docs/architecture.md, "Recall"). It holds, deduplicated and in this order:
 
 - the memory's **date** and the dates its content **mentions**, resolved against
   that date ("yesterday" said on 8 May 2023 is ``2023-05-07``), as

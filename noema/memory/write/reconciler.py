@@ -1,4 +1,4 @@
-"""The write path (DESIGN section 3). Every memory and every edge is written here.
+"""The write path (docs/architecture.md, "Write path"). Every memory and every edge is written here.
 
 Each public method runs in one write transaction: validation and policy first,
 then dedup by content hash, key supersession, edge handlers, and finally the
