@@ -770,10 +770,10 @@ def test_approve_across_minds_exits_2(noema: Cli) -> None:
     edge = noema("memory", "relate", a["id"], "same_as", b["id"], "--json", mind="alpha").json()
     assert_usage_error(noema("memory", "approve", edge["id"], mind="beta"), edge["id"])
     assert_usage_error(noema("memory", "reject", edge["id"], mind="beta"), edge["id"])
-    assert noema("memory", "proposals", "--json", mind="beta").json() == []
-    assert [p["id"] for p in noema("memory", "proposals", "--json", mind="alpha").json()] == [
-        edge["id"]
-    ]
+    assert noema("memory", "proposals", "--json", mind="beta").json() == {"proposals": []}
+    assert [
+        p["id"] for p in noema("memory", "proposals", "--json", mind="alpha").json()["proposals"]
+    ] == [edge["id"]]
 
 
 def test_memory_relate_temporal_order_exits_2(noema: Cli) -> None:
@@ -796,7 +796,7 @@ def test_same_as_proposal_approve(noema: Cli) -> None:
 
     listed = noema("memory", "proposals", "--json")
     assert listed.code == 0, listed.err
-    proposals = listed.json()
+    proposals = listed.json()["proposals"]
     assert [(p["id"], p["src"], p["relation"], p["dst"], p["status"]) for p in proposals] == [
         (edge["id"], a["id"], "same_as", b["id"], "proposed")
     ]
@@ -808,7 +808,7 @@ def test_same_as_proposal_approve(noema: Cli) -> None:
     assert "approved" in approved.out and edge["id"] in approved.out
     assert show(noema, a["id"])["status"] == "archived"
     assert show(noema, b["id"])["status"] == "active"
-    assert noema("memory", "proposals", "--json").json() == []
+    assert noema("memory", "proposals", "--json").json() == {"proposals": []}
     assert "no pending proposals" in noema("memory", "proposals").out
     [active] = show(noema, a["id"])["relationships"]
     assert (active["relation"], active["status"]) == ("same_as", "active")
@@ -828,14 +828,14 @@ def test_same_as_proposal_reject(noema: Cli) -> None:
     assert decided["decided_at"] is not None
     assert show(noema, a["id"])["status"] == "active"
     assert show(noema, b["id"])["status"] == "active"
-    assert noema("memory", "proposals", "--json").json() == []
+    assert noema("memory", "proposals", "--json").json() == {"proposals": []}
 
 
 def test_approve_json_and_reject_plain(noema: Cli) -> None:
     a, b, c = (remember(noema, f"Uma fact {n}") for n in ("one", "two", "three"))
     e1 = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
     e2 = noema("memory", "relate", c["id"], "same_as", b["id"], "--json").json()
-    assert len(noema("memory", "proposals", "--json").json()) == 2
+    assert len(noema("memory", "proposals", "--json").json()["proposals"]) == 2
     approved = noema("memory", "approve", e1["id"], "--json")
     assert approved.code == 0 and approved.json()["status"] == "active"
     rejected = noema("memory", "reject", e2["id"])
@@ -857,7 +857,7 @@ def test_proposals_list_every_pending_one_oldest_first_with_both_ends(noema: Cli
     c = remember(noema, "The roof hives belong to Wes " + "and his neighbours " * 10)
     first = noema("memory", "relate", a["id"], "same_as", b["id"], "--json").json()
     second = noema("memory", "relate", c["id"], "same_as", b["id"], "--confidence", "0.7").out
-    listed = noema("memory", "proposals", "--json").json()
+    listed = noema("memory", "proposals", "--json").json()["proposals"]
     assert [p["id"] for p in listed] == [first["id"], second.split()[0]]  # oldest first
     assert [(p["relation"], p["confidence"]) for p in listed] == [
         ("same_as", 1.0),
@@ -878,7 +878,7 @@ def test_proposals_list_every_pending_one_oldest_first_with_both_ends(noema: Cli
 def test_a_staged_supersedes_is_listed_with_its_evidence(noema: Cli) -> None:
     old = remember(noema, "The meeting room is on floor 3")
     new = remember(noema, "The meeting room is on floor 5")
-    [staged] = noema("memory", "proposals", "--json").json()
+    [staged] = noema("memory", "proposals", "--json").json()["proposals"]
     assert (staged["src"], staged["relation"], staged["dst"]) == (
         new["id"],
         "supersedes",

@@ -553,12 +553,12 @@ def test_numbered_notes_through_the_command_line(tmp_path: Path) -> None:
 
     for text in NOTES:
         cli("remember", "--kind", "episodic", text)
-    assert json.loads(cli("memory", "proposals", "--json")) == []
+    assert json.loads(cli("memory", "proposals", "--json")) == {"proposals": []}
     report = json.loads(cli("health", "--json"))
     assert [f for f in report["findings"] if f["rule"] == "unresolved_contradiction"] == []
     assert cli("health").startswith("healthy: no findings")
     # The detector is on: a changed value among the notes is still staged.
     cli("remember", "--kind", "episodic", "Bob's lunch budget is $12")
     cli("remember", "--kind", "episodic", "Bob's lunch budget is $15")
-    [proposal] = json.loads(cli("memory", "proposals", "--json"))
+    [proposal] = json.loads(cli("memory", "proposals", "--json"))["proposals"]
     assert (proposal["relation"], proposal["evidence"]["new"]) == ("contradicts", "$15")

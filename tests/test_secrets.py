@@ -904,7 +904,7 @@ def test_a_world_named_with_a_credential_is_refused_on_the_command_line(tmp_path
     listed = subprocess.run(
         [NOEMA, "--db", url, "world", "list", "--json"], capture_output=True, text=True, check=True
     )
-    assert [w["path"] for w in json.loads(listed.stdout)] == [""]
+    assert [w["path"] for w in json.loads(listed.stdout)["worlds"]] == [""]
 
 
 @pytest.mark.parametrize("secrets", ["refuse", "redact"])

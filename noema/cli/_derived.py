@@ -21,12 +21,14 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from noema.cli._parser import Parser
 
 __all__ = [
     "add_request_options",
+    "checked_request",
     "dest",
     "operate",
     "option_name",
@@ -51,14 +53,18 @@ def add_request_options(parser: Parser, operation_name: str) -> None:
     positional = operation.cli.positional if operation.cli else ()
     for name in positional:
         info = operation.request.model_fields[name]
-        kind = _scalar(_bare(info.annotation))
-        parser.add_argument(dest(name), metavar=name.upper(), type=kind, help=info.description)
+        bare = _bare(info.annotation)
+        choices = _choices(bare)
+        shown: dict[str, Any] = {"choices": choices} if choices else {"metavar": name.upper()}
+        parser.add_argument(dest(name), type=_scalar(bare), help=info.description, **shown)
     for name, info in operation.request.model_fields.items():
         if name in positional:
             continue
         annotation = _bare(info.annotation)
         default = info.get_default(call_default_factory=True)
         extra: dict[str, Any] = {"dest": dest(name), "help": info.description}
+        if info.is_required():
+            extra["required"] = True
         if annotation is bool:
             flag = f"--no-{name}" if default else f"--{name}"
             action = "store_false" if default else "store_true"
@@ -90,27 +96,50 @@ def request_fields(args: argparse.Namespace, operation_name: str) -> dict[str, A
     return {name: value for name, value in given.items() if value is not None}
 
 
+def checked_request(args: argparse.Namespace, operation_name: str) -> Any:
+    """The operation's request from the command line; a bad field's error names its option too.
+
+    Raises:
+        InvalidInput: a field is wrong: ``limit: ... (--limit)``.
+    """
+    from noema.errors import InvalidInput
+    from noema.operations import BY_NAME, request_of
+
+    operation = BY_NAME[operation_name]
+    try:
+        return request_of(operation, request_fields(args, operation_name))
+    except InvalidInput as exc:
+        info = operation.request.model_fields.get(exc.field or "")
+        positional = operation.cli.positional if operation.cli else ()
+        if info is None or exc.field in positional:
+            raise
+        flag = option_name(exc.field or "", info.annotation)
+        raise InvalidInput(f"{exc} ({flag})", field=exc.field) from None
+
+
 def operate(
-    args: argparse.Namespace, operation_name: str, lines: Callable[[Any], Iterable[str]]
+    args: argparse.Namespace,
+    operation_name: str,
+    lines: Callable[[Any, datetime], Iterable[str]],
 ) -> int:
     """Run an operation with the command line's fields: its JSON under ``--json``, else ``lines``.
 
     The request is checked before the mind is opened, so a bad one writes nothing
     (not even a new store). ``lines`` gets the operation's result (``Mind``'s own
-    objects) and gives what people read.
+    objects) and the mind's time, and gives what people read.
     """
     from noema.cli._common import EXIT_OK, open_mind
     from noema.cli._render import emit_json
-    from noema.operations import BY_NAME, perform, request_of
+    from noema.operations import BY_NAME, perform
 
     operation = BY_NAME[operation_name]
-    request = request_of(operation, request_fields(args, operation_name))
+    request = checked_request(args, operation_name)
     with open_mind(args) as mind:
         result = perform(mind, operation, request, via="cli")
         if args.json:
             emit_json(operation.reply(mind, result))
             return EXIT_OK
-        text = list(lines(result))
+        text = list(lines(result, mind.clock.now()))
     for line in text:
         print(line)
     return EXIT_OK

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 from concepts import RecallResult
@@ -91,7 +92,9 @@ def cmd_episode_record(args: argparse.Namespace) -> int:
 
 def cmd_episode_list(args: argparse.Namespace) -> int:
     """``noema episode list``: the newest episodes, of a role, agent, outcome or tool."""
-    return operate(args, "episodes", lambda records: [_line(r) for r in records] or ["no episodes"])
+    return operate(
+        args, "episodes", lambda records, now: [_line(r) for r in records] or ["no episodes"]
+    )
 
 
 def cmd_episode_show(args: argparse.Namespace) -> int:
@@ -99,7 +102,7 @@ def cmd_episode_show(args: argparse.Namespace) -> int:
     return operate(args, "episode", _shown)
 
 
-def _shown(record: EpisodeRecord) -> list[str]:
+def _shown(record: EpisodeRecord, now: datetime) -> list[str]:
     episode = record.episode
     lines = [
         _line(record),
@@ -125,7 +128,7 @@ def cmd_episode_recall(args: argparse.Namespace) -> int:
     return operate(args, "recall_episodes", _recalled)
 
 
-def _recalled(results: list[RecallResult]) -> list[str]:
+def _recalled(results: list[RecallResult], now: datetime) -> list[str]:
     return render.result_lines([_one_line(r) for r in results]) if results else ["no episodes"]
 
 
@@ -150,7 +153,7 @@ def cmd_episode_stats(args: argparse.Namespace) -> int:
     return operate(args, "episode_stats", _counted)
 
 
-def _counted(stats: EpisodeStats) -> list[str]:
+def _counted(stats: EpisodeStats, now: datetime) -> list[str]:
     lines = [f"{stats.episodes} episodes", _posterior_line(stats.overall)]
     for title, group in (
         ("approaches", stats.approaches),

@@ -58,19 +58,19 @@ def peer_line(peer: Peer) -> str:
 
 def cmd_federate_add(args: argparse.Namespace) -> int:
     """``noema federate add NAME --mind PEER [--url URL]``: subscribe to a peer mind."""
-    return operate(args, "federate", lambda peer: [f"subscribed {peer_line(peer)}"])
+    return operate(args, "federate", lambda peer, now: [f"subscribed {peer_line(peer)}"])
 
 
 def cmd_federate_remove(args: argparse.Namespace) -> int:
     """``noema federate remove NAME``: end a subscription."""
-    return operate(args, "unfederate", lambda peer: [f"unsubscribed {peer_line(peer)}"])
+    return operate(args, "unfederate", lambda peer, now: [f"unsubscribed {peer_line(peer)}"])
 
 
 def cmd_federate_list(args: argparse.Namespace) -> int:
     """``noema federate list``: the mind's subscriptions, by name, with the trust in each."""
-    return operate(args, "peers", lambda peers: [peer_line(p) for p in peers] or ["no peers"])
+    return operate(args, "peers", lambda peers, now: [peer_line(p) for p in peers] or ["no peers"])
 
 
 def cmd_federate_feedback(args: argparse.Namespace) -> int:
     """``noema federate feedback NAME VALUE``: rate a peer's results from -1 to 1."""
-    return operate(args, "peer_feedback", lambda peer: [peer_line(peer)])
+    return operate(args, "peer_feedback", lambda peer, now: [peer_line(peer)])

@@ -9,12 +9,14 @@ import argparse
 import os
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_FAILURE, EXIT_OK, open_mind
+from noema.cli._derived import operate
 from noema.cli._options import filter_fields
 from noema.cli._world import world_paths
 from noema.errors import InvalidInput, UsageError
@@ -190,13 +192,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """``noema stats``: memory counts by kind and by status."""
-    with open_mind(args) as mind:
-        stats = mind.stats()
+    return operate(args, "stats", _stats_lines)
+
+
+def _stats_lines(stats: dict[str, Any], now: datetime) -> list[str]:
     lines = [f"mind {stats['mind']}: {stats['total']} memories"]
     for group in ("by_kind", "by_status"):
         lines.extend(f"  {name:<18} {count}" for name, count in stats[group].items())
-    render.reply(args.json, stats, *lines)
-    return EXIT_OK
+    return lines
 
 
 def cmd_health(args: argparse.Namespace) -> int:
@@ -205,12 +208,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     Returns:
         0 whenever the report ran, whatever it found.
     """
-    if args.limit < 1:
-        raise UsageError(f"health: --limit must be at least 1, got {args.limit}")
-    with open_mind(args) as mind:
-        report = mind.health(rules=args.rule or None, limit=args.limit, **_world(args.world))
-    render.reply(args.json, serialize.health_json(report), *render.health_lines(report))
-    return EXIT_OK
+    return operate(args, "health", lambda report, now: render.health_lines(report))
 
 
 def cmd_forget(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,23 +16,26 @@ from concepts.models import UtcDatetime
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
-from noema.cli._derived import request_fields
+from noema.cli._derived import checked_request, operate
 from noema.cli._options import given
 from noema.cli._world import world_paths
 from noema.errors import InvalidInput, NotFound, UsageError, from_validation
 from noema.jsonl import json_object
 from noema.mind import Mind
+from noema.operations.memories import Proposals
 
 __all__ = [
-    "cmd_decide",
     "cmd_events",
-    "cmd_feedback",
-    "cmd_lifecycle",
-    "cmd_proposals",
+    "cmd_memory_approve",
+    "cmd_memory_feedback",
+    "cmd_memory_proposals",
+    "cmd_memory_reinstate",
+    "cmd_memory_relate",
+    "cmd_memory_retract",
+    "cmd_memory_verify",
     "cmd_recall",
-    "cmd_relate",
+    "cmd_reject",
     "cmd_remember",
-    "cmd_retract",
     "cmd_show",
 ]
 
@@ -113,12 +117,11 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """``noema recall``: the memories for QUERY, each with the components of its score."""
-    from noema.operations import BY_NAME, request_of
     from noema.operations.recall import recall_reply, run_recall
 
-    request = request_of(BY_NAME["recall"], request_fields(args, "recall"))
+    request = checked_request(args, "recall")
     with open_mind(args) as mind:
-        results, unavailable = run_recall(mind, request)  # type: ignore[arg-type]
+        results, unavailable = run_recall(mind, request)
         for line in unavailable:
             print(f"warning: {' '.join(line.split())}", file=sys.stderr)
         if args.json:
@@ -197,58 +200,61 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _changed(args: argparse.Namespace, memory: Memory, now: datetime, line: str) -> int:
-    """Print a memory a command changed: its JSON (at the mind's ``now``) or ``line``."""
-    render.reply(args.json, serialize.memory_json(memory, at=now), line)
-    return EXIT_OK
+def cmd_memory_retract(args: argparse.Namespace) -> int:
+    """``noema memory retract ID --reason``: mark a memory inaccurate, with a reason."""
+    return operate(args, "retract", lambda memory, now: [f"retracted {memory.id}"])
 
 
-def cmd_retract(args: argparse.Namespace) -> int:
-    """``noema memory retract``: mark a memory inaccurate, with a reason."""
-    if not args.reason.strip():
-        raise InvalidInput("reason: a retraction needs a reason")
-    with open_mind(args) as mind:
-        memory = mind.retract(args.id, reason=args.reason)
-        now = mind.clock.now()
-    return _changed(args, memory, now, f"retracted {memory.id}")
+def cmd_memory_relate(args: argparse.Namespace) -> int:
+    """``noema memory relate SRC RELATION DST``: an edge."""
+    return operate(args, "relate", lambda edge, now: [render.relationship_line(edge)])
 
 
-def cmd_relate(args: argparse.Namespace) -> int:
-    """``noema memory relate``: an edge SRC RELATION DST."""
-    with open_mind(args) as mind:
-        edge = mind.relate(
-            args.src, args.relation, args.dst, confidence=args.confidence, source="cli"
-        )
-    render.reply(args.json, serialize.relationship_json(edge), render.relationship_line(edge))
-    return EXIT_OK
+def cmd_memory_feedback(args: argparse.Namespace) -> int:
+    """``noema memory feedback ID VALUE``: rate a memory from -1 to 1."""
+    return operate(
+        args,
+        "feedback",
+        lambda memory, now: [f"{memory.id}  confidence now {memory.confidence:.3f}"],
+    )
 
 
-def cmd_feedback(args: argparse.Namespace) -> int:
-    """``noema memory feedback``: rate a memory from -1 to 1."""
-    with open_mind(args) as mind:
-        memory = mind.feedback(args.id, args.value, note=args.note)
-        now = mind.clock.now()
-    return _changed(args, memory, now, f"{memory.id}  confidence now {memory.confidence:.3f}")
-
-
-def cmd_proposals(args: argparse.Namespace) -> int:
+def cmd_memory_proposals(args: argparse.Namespace) -> int:
     """``noema memory proposals``: every pending proposal, oldest first, with its evidence.
 
     ``same_as`` merges and the ``supersedes`` and ``contradicts`` edges that
     write-time detection staged, each with both ends' content.
     """
-    with open_mind(args) as mind:
-        proposals = mind.proposals()
-        ends = {
-            m.id: m for m in mind.get_many(sorted({i for p in proposals for i in (p.src, p.dst)}))
-        }
-    lines = [line for p in proposals for line in render.proposal_lines(p, ends)]
-    render.reply(
-        args.json,
-        [serialize.proposal_json(p, ends) for p in proposals],
-        *(lines or ["no pending proposals"]),
-    )
-    return EXIT_OK
+    return operate(args, "proposals", _proposal_lines)
+
+
+def _proposal_lines(proposals: Proposals, now: datetime) -> list[str]:
+    found, ends = proposals
+    lines = [line for p in found for line in render.proposal_lines(p, ends)]
+    return lines or ["no pending proposals"]
+
+
+def cmd_memory_approve(args: argparse.Namespace) -> int:
+    """``noema memory approve ID``: approve a pending proposal and do what it says."""
+    return operate(args, "approve", lambda edge, now: [f"approved {edge.id}"])
+
+
+def cmd_memory_verify(args: argparse.Namespace) -> int:
+    """``noema memory verify ID``: mark a memory verified knowledge."""
+    return operate(args, "verify_memory", _lifecycle_line("verified"))
+
+
+def cmd_memory_reinstate(args: argparse.Namespace) -> int:
+    """``noema memory reinstate ID``: take a rejected or stale memory back."""
+    return operate(args, "reinstate_memory", _lifecycle_line("reinstated"))
+
+
+def _lifecycle_line(done: str) -> Callable[[Memory, datetime], list[str]]:
+    def line(memory: Memory, now: datetime) -> list[str]:
+        tier = serialize.memory_tier(memory, now).value
+        return [f"{done} {memory.id}  lifecycle {memory.lifecycle.value}, {tier} confidence"]
+
+    return line
 
 
 def _reason(args: argparse.Namespace, action: str) -> str | None:
@@ -273,16 +279,14 @@ def _is_memory(mind: Mind, memory_id: str) -> bool:
     return True
 
 
-def cmd_decide(args: argparse.Namespace) -> int:
-    """``noema memory approve`` and ``reject``: decide a proposal; ``reject`` a memory too.
+def cmd_reject(args: argparse.Namespace) -> int:
+    """``noema memory reject ID``: reject a pending proposal, or else the memory ID.
 
-    ``reject ID`` rejects the pending proposal ID; when ID is a memory instead,
-    it rejects the memory (which leaves normal recall), and then needs ``--reason``.
+    When ID is a memory rather than a pending proposal, the memory is rejected
+    (it leaves normal recall), and then ``--reason`` is needed.
     """
     with open_mind(args) as mind:
-        if args.approve:
-            edge = mind.approve(args.id)
-        elif _pending(mind, args.id) or not _is_memory(mind, args.id):
+        if _pending(mind, args.id) or not _is_memory(mind, args.id):
             try:
                 edge = mind.reject(args.id)  # a decided proposal says so
             except NotFound:
@@ -291,8 +295,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 ) from None
         else:
             return _reject_memory(args, mind)
-    verb = "approved" if args.approve else "rejected"
-    render.reply(args.json, serialize.relationship_json(edge), f"{verb} {edge.id}")
+    render.reply(args.json, serialize.relationship_json(edge), f"rejected {edge.id}")
     return EXIT_OK
 
 
@@ -301,25 +304,9 @@ def _reject_memory(args: argparse.Namespace, mind: Mind) -> int:
     if reason is None:
         raise UsageError(f"reject: rejecting memory {args.id} needs --reason")
     memory = mind.reject_memory(args.id, reason=reason)
-    line = f"rejected memory {memory.id}: it leaves normal recall"
-    return _changed(args, memory, mind.clock.now(), line)
-
-
-def cmd_lifecycle(args: argparse.Namespace) -> int:
-    """``noema memory verify`` and ``reinstate``: a memory's lifecycle, by the operator.
-
-    ``verify`` marks it verified knowledge; ``reinstate`` takes a rejected or
-    stale memory back. ``--reason`` is recorded in the operator action.
-    """
-    reason = _reason(args, args.lifecycle_action)
-    with open_mind(args) as mind:
-        change = mind.verify_memory if args.lifecycle_action == "verify" else mind.reinstate_memory
-        memory = change(args.id) if reason is None else change(args.id, reason=reason)
-        now = mind.clock.now()
-    done = "verified" if args.lifecycle_action == "verify" else "reinstated"
-    tier = serialize.memory_tier(memory, now).value
-    line = f"{done} {memory.id}  lifecycle {memory.lifecycle.value}, {tier} confidence"
-    return _changed(args, memory, now, line)
+    shape = serialize.memory_json(memory, at=mind.clock.now())
+    render.reply(args.json, shape, f"rejected memory {memory.id}: it leaves normal recall")
+    return EXIT_OK
 
 
 def cmd_events(args: argparse.Namespace) -> int:

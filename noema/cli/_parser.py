@@ -240,34 +240,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--known-at", metavar="ISO", help="the memory as the mind knew it then (status, validity)"
     )
-    p = memory.add(
-        "retract", "_memory.cmd_retract", "mark a memory inaccurate (kept for provenance)"
+    memory.operations(
+        "_memory.cmd_memory",
+        ("retract", "retract", "mark a memory inaccurate (kept for provenance)"),
+        ("relate", "relate", "add an edge: SRC RELATION DST"),
+        ("feedback", "feedback", "rate a memory from -1 (wrong, useless) to 1"),
+        (
+            "proposals",
+            "proposals",
+            "pending proposals (same_as, supersedes, contradicts), oldest first, with evidence",
+        ),
+        ("approve", "approve", "approve a pending proposal"),
+        ("verify", "verify_memory", "mark a memory verified knowledge"),
+        (
+            "reinstate",
+            "reinstate_memory",
+            "take a rejected or stale memory back into active knowledge",
+        ),
     )
-    p.add_argument("id")
-    p.add_argument("--reason", required=True)
-    p = memory.add("relate", "_memory.cmd_relate", "add an edge: SRC RELATION DST")
-    p.add_argument("src")
-    p.add_argument("relation", choices=choices("Relation"))
-    p.add_argument("dst")
-    p.add_argument("--confidence", type=float, default=1.0, metavar="X")
-    p = memory.add(
-        "feedback", "_memory.cmd_feedback", "rate a memory from -1 (wrong, useless) to 1"
-    )
-    p.add_argument("id")
-    p.add_argument("value", type=float)
-    p.add_argument("--note")
-    memory.add(
-        "proposals",
-        "_memory.cmd_proposals",
-        "pending proposals (same_as, supersedes, contradicts), oldest first, with evidence",
-    )
-    p = memory.add("approve", "_memory.cmd_decide", "approve a pending proposal", approve=True)
-    p.add_argument("id", help="the proposal's relationship id")
     p = memory.add(
         "reject",
-        "_memory.cmd_decide",
+        "_memory.cmd_reject",
         "reject a pending proposal, or a memory (it leaves normal recall)",
-        approve=False,
     )
     p.add_argument("id", help="a pending proposal's relationship id, or a memory id")
     p.add_argument(
@@ -275,13 +269,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="why the memory is not knowledge (required for a memory; "
         "a proposal's rejection records none)",
     )
-    for name, text in (
-        ("verify", "mark a memory verified knowledge"),
-        ("reinstate", "take a rejected or stale memory back into active knowledge"),
-    ):
-        p = memory.add(name, "_memory.cmd_lifecycle", text, lifecycle_action=name)
-        p.add_argument("id")
-        p.add_argument("--reason", help="recorded in the operator action")
     memory.add_json_options()
 
     world = commands.group(
@@ -348,23 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = commands.add("import", "_maintenance.cmd_import", "restore an export into an empty mind")
     p.add_argument("file", type=path)
-    commands.add("stats", "_maintenance.cmd_stats", "memory counts by kind and status")
-    p = commands.add(
-        "health",
-        "_maintenance.cmd_health",
-        "what to review, merge, refresh or add: findings by rule",
-    )
-    p.add_argument(
-        "--rule",
-        action="append",
-        default=[],
-        choices=Choices("noema.memory.knowledge.health", "RULES"),
-        metavar="NAME",
-        help="run only this rule (repeatable): %(choices)s",
-    )
-    p.add_argument("--limit", type=int, default=100, metavar="N", help="most findings per rule")
-    p.add_argument(
-        "--world", type=world_path, metavar="PATH", help="only this world and those below it"
+    commands.operations(
+        "_maintenance.cmd",
+        ("stats", "stats", "memory counts by kind and status"),
+        ("health", "health", "what to review, merge, refresh or add: findings by rule"),
     )
     commands.add("shell", "_faces.cmd_shell", "an interactive remember/recall session", json=False)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import cast
 
 from concepts import Memory, WorldInfo
@@ -19,9 +20,8 @@ from concepts.paths import normalise_world_path
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import open_mind
-from noema.cli._derived import operate, request_fields
+from noema.cli._derived import checked_request, operate
 from noema.mind import Mind
-from noema.operations import BY_NAME, request_of
 from noema.operations.requests import WorldRequest
 
 __all__ = [
@@ -41,13 +41,13 @@ def world_paths(mind: Mind, memories: Iterable[Memory]) -> dict[str, str]:
     return {world: mind.world_path(world) for world in {m.world for m in memories}}
 
 
-def _done(done: str) -> Callable[[WorldInfo], list[str]]:
-    return lambda world: [f"{done} {render.world_line(world)}"]
+def _done(done: str) -> Callable[[WorldInfo, datetime], list[str]]:
+    return lambda world, now: [f"{done} {render.world_line(world)}"]
 
 
 def cmd_world_create(args: argparse.Namespace) -> int:
     """``noema world create PATH``: the world (and its missing parents); an existing one is kept."""
-    request = request_of(BY_NAME["create_world"], request_fields(args, "create_world"))
+    request = checked_request(args, "create_world")
     path = normalise_world_path(cast(WorldRequest, request).path)
     with open_mind(args) as mind:
         existed = any(w.path == path for w in mind.worlds())
@@ -56,7 +56,7 @@ def cmd_world_create(args: argparse.Namespace) -> int:
 
 def cmd_world_list(args: argparse.Namespace) -> int:
     """``noema world list``: every world, as a tree from the root."""
-    return operate(args, "worlds", render.world_tree_lines)
+    return operate(args, "worlds", lambda worlds, now: render.world_tree_lines(worlds))
 
 
 def cmd_world_show(args: argparse.Namespace) -> int:
@@ -64,7 +64,7 @@ def cmd_world_show(args: argparse.Namespace) -> int:
     return operate(args, "world", _shown)
 
 
-def _shown(world: WorldInfo) -> list[str]:
+def _shown(world: WorldInfo, now: datetime) -> list[str]:
     lines = [
         render.world_line(world),
         f"  name: {world.name or '(root)'}",

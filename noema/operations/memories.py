@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from concepts import ROOT_WORLD, Channel, Link, Memory, RecallFilters
+from concepts import ROOT_WORLD, Channel, Link, Memory, RecallFilters, Relationship
 from noema import serialize
 from noema.errors import NotFound
 from noema.operations import requests as q, results as r
 from noema.operations.fields import utc
-from noema.operations.spine import Operation, Route, face
+from noema.operations.spine import Cli, Operation, Route, face
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -89,10 +89,6 @@ def _memory_events(mind: Mind, request: q.MemoryEventsRequest) -> dict[str, Any]
     return {"events": [serialize.event_json(e) for e in reversed(events)]}
 
 
-def _retract(mind: Mind, request: q.RetractRequest) -> dict[str, Any]:
-    return memory_json(mind, mind.retract(request.id, reason=request.reason))
-
-
 def _supersede(mind: Mind, request: q.SupersedeRequest) -> dict[str, Any]:
     old = mind.get(request.id)
     world = mind.world_path(old.world) if old.world else ROOT_WORLD
@@ -100,46 +96,36 @@ def _supersede(mind: Mind, request: q.SupersedeRequest) -> dict[str, Any]:
     return memory_json(mind, new)
 
 
-def _feedback(mind: Mind, request: q.FeedbackRequest) -> dict[str, Any]:
-    return memory_json(mind, mind.feedback(request.id, request.value, note=request.note))
+def _relate(mind: Mind, request: q.RelateRequest) -> Relationship:
+    link = (request.relation, request.dst)
+    return mind.relate(request.src, *link, confidence=request.confidence, source=face())
 
 
 def _reason(request: q.ReasonRequest) -> dict[str, str]:
     return {} if request.reason is None else {"reason": request.reason}
 
 
-def _verify_memory(mind: Mind, request: q.ReasonRequest) -> dict[str, Any]:
-    return memory_json(mind, mind.verify_memory(request.id, **_reason(request)))
+def _memory_reply(mind: Mind, memory: Memory) -> dict[str, Any]:
+    return memory_json(mind, memory)
 
 
-def _reject_memory(mind: Mind, request: q.RetractRequest) -> dict[str, Any]:
-    return memory_json(mind, mind.reject_memory(request.id, reason=request.reason))
-
-
-def _reinstate_memory(mind: Mind, request: q.ReasonRequest) -> dict[str, Any]:
-    return memory_json(mind, mind.reinstate_memory(request.id, **_reason(request)))
-
-
-def _relate(mind: Mind, request: q.RelateRequest) -> dict[str, Any]:
-    edge = mind.relate(
-        request.src, request.relation, request.dst, confidence=request.confidence, source=face()
-    )
+def _edge_reply(mind: Mind, edge: Relationship) -> dict[str, Any]:
     return serialize.relationship_json(edge)
 
 
-def _proposals(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
+#: Pending proposals and the memories at their ends, by id.
+Proposals = tuple[list[Relationship], dict[str, Memory]]
+
+
+def _proposals(mind: Mind, request: q.EmptyRequest) -> Proposals:
     found = mind.proposals()
     ids = sorted({i for edge in found for i in (edge.src, edge.dst)})
-    ends = {memory.id: memory for memory in mind.get_many(ids)}
+    return found, {memory.id: memory for memory in mind.get_many(ids)}
+
+
+def _proposals_reply(mind: Mind, proposals: Proposals) -> dict[str, Any]:
+    found, ends = proposals
     return {"proposals": [serialize.proposal_json(e, ends) for e in found]}
-
-
-def _approve(mind: Mind, request: q.IdRequest) -> dict[str, Any]:
-    return serialize.relationship_json(mind.approve(request.id))
-
-
-def _reject(mind: Mind, request: q.IdRequest) -> dict[str, Any]:
-    return serialize.relationship_json(mind.reject(request.id))
 
 
 _MEMORY = "/memories/{id}"
@@ -210,9 +196,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "Mark a memory inaccurate, with the reason; it stays for provenance.",
         q.RetractRequest,
         r.MemoryOut,
-        _retract,
+        lambda mind, req: mind.retract(req.id, reason=req.reason),
         writes=True,
         route=Route("POST", f"{_MEMORY}/retract", "memories"),
+        reply=_memory_reply,
+        cli=Cli(("memory", "retract"), positional=("id",)),
     ),
     Operation(
         "supersede",
@@ -228,45 +216,56 @@ OPERATIONS: tuple[Operation, ...] = (
         "Rate a memory from -1 (wrong, useless) to 1 (true, useful).",
         q.FeedbackRequest,
         r.MemoryOut,
-        _feedback,
+        lambda mind, req: mind.feedback(req.id, req.value, note=req.note),
         writes=True,
         route=Route("POST", f"{_MEMORY}/feedback", "memories"),
+        reply=_memory_reply,
+        cli=Cli(("memory", "feedback"), positional=("id", "value")),
     ),
     Operation(
         "verify_memory",
         "Mark a memory verified knowledge (it ranks highest); the reason is recorded.",
         q.ReasonRequest,
         r.MemoryOut,
-        _verify_memory,
+        lambda mind, req: mind.verify_memory(req.id, **_reason(req)),
         writes=True,
         route=Route("POST", f"{_MEMORY}/verify", "memories"),
+        reply=_memory_reply,
+        cli=Cli(("memory", "verify"), positional=("id",)),
     ),
     Operation(
         "reject_memory",
         "Reject a memory, with the reason: it is not knowledge and leaves normal recall.",
         q.RetractRequest,
         r.MemoryOut,
-        _reject_memory,
+        lambda mind, req: mind.reject_memory(req.id, reason=req.reason),
         writes=True,
         route=Route("POST", f"{_MEMORY}/reject", "memories"),
+        reply=_memory_reply,
     ),
     Operation(
         "reinstate_memory",
         "Take a rejected or stale memory back into active knowledge.",
         q.ReasonRequest,
         r.MemoryOut,
-        _reinstate_memory,
+        lambda mind, req: mind.reinstate_memory(req.id, **_reason(req)),
         writes=True,
         route=Route("POST", f"{_MEMORY}/reinstate", "memories"),
+        reply=_memory_reply,
+        cli=Cli(("memory", "reinstate"), positional=("id",)),
     ),
     Operation(
         "relate",
         "Add an edge `src -relation-> dst`; `same_as` is staged as a proposal.",
         q.RelateRequest,
         r.RelationshipOut,
-        _relate,
+        lambda mind, req: mind.relate(
+            req.src, req.relation, req.dst, confidence=req.confidence, source=face()
+        ),
         writes=True,
         route=Route("POST", "/relationships", "relationships", status=201),
+        reply=_edge_reply,
+        cli=Cli(("memory", "relate"), positional=("src", "relation", "dst")),
     ),
     Operation(
         "proposals",
@@ -280,27 +279,32 @@ OPERATIONS: tuple[Operation, ...] = (
             "`same_as` merges, and the `supersedes` and `contradicts` edges that write-time "
             "detection staged."
         ),
+        reply=_proposals_reply,
+        cli=Cli(("memory", "proposals")),
     ),
     Operation(
         "approve",
         "Approve a pending proposal (by relationship id) and do what it says.",
         q.IdRequest,
         r.RelationshipOut,
-        _approve,
+        lambda mind, req: mind.approve(req.id),
         writes=True,
         route=Route("POST", "/proposals/{id}/approve", "relationships"),
         description=(
             "A `same_as` merges its source into its target, a `supersedes` closes its "
             "target, a `contradicts` flags the pair."
         ),
+        reply=_edge_reply,
+        cli=Cli(("memory", "approve"), positional=("id",)),
     ),
     Operation(
         "reject",
         "Reject a pending proposal (by relationship id); both memories stay.",
         q.IdRequest,
         r.RelationshipOut,
-        _reject,
+        lambda mind, req: mind.reject(req.id),
         writes=True,
         route=Route("POST", "/proposals/{id}/reject", "relationships"),
+        reply=_edge_reply,
     ),
 )

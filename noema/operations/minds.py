@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from noema import serialize
 from noema.clock import iso
+from noema.memory.knowledge.health import HealthReport
 from noema.operations import requests as q, results as r
-from noema.operations.spine import Operation, Route
+from noema.operations.spine import Cli, Operation, Route
 
 if TYPE_CHECKING:
     from noema.mind import Mind
@@ -33,9 +34,8 @@ def _events(mind: Mind, request: q.EventsRequest) -> dict[str, Any]:
     return {"events": [serialize.event_json(e) for e in found]}
 
 
-def _health(mind: Mind, request: q.HealthRequest) -> dict[str, Any]:
-    report = mind.health(rules=request.rules or None, limit=request.limit, world=request.world)
-    return serialize.health_json(report)
+def _health(mind: Mind, request: q.HealthRequest) -> HealthReport:
+    return mind.health(rules=request.rules or None, limit=request.limit, world=request.world)
 
 
 def _verify(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
@@ -64,6 +64,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _stats,
         writes=False,
         route=Route("GET", "/stats", "mind"),
+        cli=Cli(("stats",)),
     ),
     Operation(
         "events",
@@ -87,6 +88,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "suggested action. `rules` runs only those (default all); `limit` caps the "
             "findings per rule; `world` looks only inside that world and below."
         ),
+        reply=lambda mind, report: serialize.health_json(report),
+        cli=Cli(("health",)),
     ),
     Operation(
         "verify",
