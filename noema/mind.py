@@ -445,7 +445,7 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
             given = keywords(locals(), "filter_fields", "known_at")
             known: dict[str, Any] = {} if known_at is None else {"known_at": known_at}
             query = recall_query(**given, **filter_fields, **known)
-        return self._federation.recall(self._recaller, query)
+        return self._federation.recall(query)
 
     @checked
     def get(self, memory_id: str, *, known_at: UtcDatetime | None = None) -> Memory:

@@ -75,5 +75,5 @@ class Engine:
             recaller=recaller,
             reader=MemoryReader(storage, mind, recaller),
             worlds=Worlds(storage, mind, clock, config),
-            federation=Federation(storage, mind, config, clock, embedder, reranker),
+            federation=Federation(recaller),
         )

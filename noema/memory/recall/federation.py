@@ -43,9 +43,7 @@ from pydantic import ValidationError
 from concepts import EventKind, MindInfo, Peer, RecallQuery, RecallResult
 from concepts.federation import PEER_NAME, PEER_PRIOR_ALPHA, PEER_PRIOR_BETA
 from noema.access import OPERATOR, Caller, check_subscribe
-from noema.clock import Clock
 from noema.config import MindConfig
-from noema.embeddings import Embedder
 from noema.errors import (
     InvalidInput,
     NoemaError,
@@ -55,7 +53,6 @@ from noema.errors import (
     from_validation,
 )
 from noema.memory.recall.pipeline import Recaller
-from noema.memory.recall.rerank import Reranker
 from noema.memory.records.beta import beta_quantile, regularized_beta
 from noema.memory.records.events import EventLog
 from noema.memory.write.policy import loggable, value_kinds
@@ -223,30 +220,15 @@ class Federation:
     peer store is given read sessions only.
 
     Args:
-        storage: the subscriber's store (its ``peers`` table; same-store peers).
-        mind: the subscribing mind.
-        config: the subscriber's configuration (its write policy screens URLs).
-        clock: the clock of events and of the peers' recalls.
-        embedder: the subscriber's embedder; a peer holding vectors under its
-            model is searched by vector too, any other by text only.
-        reranker: the subscriber's reranker, for deep recalls of peers.
+        local: the subscribing mind's own recall pipeline: its store (the
+            ``peers`` table; same-store peers), identity, configuration (its
+            write policy screens URLs), clock, embedder (a peer holding vectors
+            under its model is searched by vector too, any other by text only)
+            and reranker (deep recalls of peers).
     """
 
-    def __init__(
-        self,
-        storage: Storage,
-        mind: MindInfo,
-        config: MindConfig,
-        clock: Clock,
-        embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
-    ) -> None:
-        self._storage = storage
-        self._mind = mind
-        self._config = config
-        self._clock = clock
-        self._embedder = embedder
-        self._reranker = reranker
+    def __init__(self, local: Recaller) -> None:
+        self._local = local
         self._lock = threading.Lock()
         self._opened: dict[str, Storage] = {}
         self._vectored: set[tuple[str, str, str, int]] = set()
@@ -262,8 +244,8 @@ class Federation:
 
     def peers(self) -> list[Peer]:
         """The mind's subscriptions, by name."""
-        with self._storage.transaction(write=False) as session:
-            return session.run(ops.ListPeers(self._mind.id))
+        with self._local.storage.transaction(write=False) as session:
+            return session.run(ops.ListPeers(self._local.mind.id))
 
     def subscribe(
         self, name: str, *, mind: str, url: str | None = None, caller: Caller = OPERATOR
@@ -288,7 +270,7 @@ class Federation:
         """
         location = self._location(url)
         check_subscribe(caller, mind=mind, url=location)
-        allowed = self._config.policy.secrets == "allow"
+        allowed = self._local.config.policy.secrets == "allow"
         if location is not None and not allowed and (kinds := value_kinds(location)):
             raise PolicyViolation(
                 f"url: it holds a credential ({', '.join(kinds)}); give the password "
@@ -306,15 +288,15 @@ class Federation:
                 "up to 64 characters, not starting with '.' or '-')",
                 field="name",
             )
-        now = self._clock.now()
+        now = self._local.clock.now()
         try:
             peer = Peer(name=name, url=location, mind=mind, created_at=now)
         except ValidationError as exc:
             raise from_validation(exc) from None
-        if self._find_mind(self._store(location), mind).id == self._mind.id:
+        if self._find_mind(self._store(location), mind).id == self._local.mind.id:
             raise InvalidInput("mind: a mind cannot subscribe to itself", field="mind")
-        with self._storage.transaction() as session:
-            for held in session.run(ops.ListPeers(self._mind.id)):
+        with self._local.storage.transaction() as session:
+            for held in session.run(ops.ListPeers(self._local.mind.id)):
                 same = (held.url, held.mind) == (location, mind)
                 if held.name == name:
                     if same:
@@ -329,8 +311,8 @@ class Federation:
                         f"mind: already subscribed to {_where(held)} as {held.name!r}",
                         field="mind",
                     )
-            session.run(ops.PutPeer(self._mind.id, peer))
-            log = EventLog(self._mind.id, now)
+            session.run(ops.PutPeer(self._local.mind.id, peer))
+            log = EventLog(self._local.mind.id, now)
             log.add(EventKind.PEER_ADDED, payload={"peer": name, "mind": mind, "url": location})
             log.flush(session)
         return peer
@@ -341,10 +323,10 @@ class Federation:
         Raises:
             NotFound: the mind has no subscription of that name.
         """
-        with self._storage.transaction() as session:
-            peer = _held(session, self._mind.id, name)
-            session.run(ops.DeletePeer(self._mind.id, name))
-            log = EventLog(self._mind.id, self._clock.now())
+        with self._local.storage.transaction() as session:
+            peer = _held(session, self._local.mind.id, name)
+            session.run(ops.DeletePeer(self._local.mind.id, name))
+            log = EventLog(self._local.mind.id, self._local.clock.now())
             log.add(
                 EventKind.PEER_REMOVED,
                 payload={
@@ -367,13 +349,13 @@ class Federation:
         Raises:
             NotFound: the mind has no subscription of that name.
         """
-        with self._storage.transaction() as session:
-            peer = _held(session, self._mind.id, name)
+        with self._local.storage.transaction() as session:
+            peer = _held(session, self._local.mind.id, name)
             updated = peer.model_copy(
                 update={"alpha": peer.alpha + max(value, 0.0), "beta": peer.beta + max(-value, 0.0)}
             )
-            session.run(ops.PutPeer(self._mind.id, updated))
-            log = EventLog(self._mind.id, self._clock.now())
+            session.run(ops.PutPeer(self._local.mind.id, updated))
+            log = EventLog(self._local.mind.id, self._local.clock.now())
             log.add(
                 EventKind.PEER_FEEDBACK,
                 payload={
@@ -390,8 +372,8 @@ class Federation:
 
     # ------------------------------------------------------------ recall
 
-    def recall(self, recaller: Recaller, query: RecallQuery) -> list[RecallResult]:
-        """``recaller``'s recall of ``query``, with the peers' results merged in when federated.
+    def recall(self, query: RecallQuery) -> list[RecallResult]:
+        """The local recall of ``query``, with the peers' results merged in when federated.
 
         Without peers (or with ``query.federated`` off) this is the local recall.
         Else the local recall peeks, the peers are asked, the rankings merge, and
@@ -399,29 +381,29 @@ class Federation:
         merged ranking reinforced: a federated result never is, here or in its peer.
         """
         if not query.federated:
-            return recaller.recall(query)
-        vector = recaller.query_vector(query.text)
-        recaller.check(query)
+            return self._local.recall(query)
+        vector = self._local.query_vector(query.text)
+        self._local.check(query)
         # The subscriptions are read in the ranking's own transaction: one round trip
         # less for the common mind, which has none.
-        with self._storage.transaction(write=False) as session:
-            peers = session.run(ops.ListPeers(self._mind.id))
+        with self._local.storage.transaction(write=False) as session:
+            peers = session.run(ops.ListPeers(self._local.mind.id))
             if not peers:
-                results = recaller.rank(session, query, recaller.clock.now(), vector)
+                results = self._local.rank(session, query, self._local.clock.now(), vector)
         if not peers:
-            recaller.settle(query, results)
+            self._local.settle(query, results)
             return results
-        local = recaller.recall(query.model_copy(update={"peek": True}), vector)
+        local = self._local.recall(query.model_copy(update={"peek": True}), vector)
         merged = merge(local, self.remote(peers, query, vector), query.limit)
         if not query.peek:
             kept = [r for r in merged if r.peer is None]
             if kept:
-                recaller.admit(kept, query.text)
+                self._local.admit(kept, query.text)
             elif not local and query.text.strip():
                 # The mind's own coverage gap, as a local recall logs it.
-                with self._storage.transaction() as session:
-                    log = EventLog(self._mind.id, self._clock.now())
-                    text = loggable(query.text, self._config.policy)
+                with self._local.storage.transaction() as session:
+                    log = EventLog(self._local.mind.id, self._local.clock.now())
+                    text = loggable(query.text, self._local.config.policy)
                     log.add(EventKind.RECALL_EMPTY, payload={"query": text})
                     log.flush(session)
         return merged
@@ -435,8 +417,8 @@ class Federation:
         subscriber itself is never asked. A peer that cannot be read is skipped
         with a ``PeerUnavailable`` warning, and so are the peers behind it.
         """
-        seen: set[tuple[str | None, str]] = {(None, self._mind.name)}
-        minds = {self._mind.id}  # by id too: one store may go by two URLs
+        seen: set[tuple[str | None, str]] = {(None, self._local.mind.name)}
+        minds = {self._local.mind.id}  # by id too: one store may go by two URLs
         frontier = [
             _Target(p.name, p.name, self._location(p.url), p.mind, trust_p10(p.alpha, p.beta), 1)
             for p in peers
@@ -486,7 +468,7 @@ class Federation:
         self, store: Storage, info: MindInfo, query: RecallQuery, vector: np.ndarray | None
     ) -> list[RecallResult]:
         """The peer's own recall of ``query``, as a peek: nothing is written."""
-        embedder = self._embedder
+        embedder = self._local.embedder
         if vector is not None and embedder is not None:
             key = (store.url, info.id, embedder.model, int(vector.shape[0]))
             if key not in self._vectored:
@@ -496,7 +478,9 @@ class Federation:
                     self._vectored.add(key)
             if key not in self._vectored:  # none of this model: text, graph and recency only
                 embedder, vector = None, None
-        recaller = Recaller(store, info, MindConfig(), self._clock, embedder, self._reranker)
+        recaller = Recaller(
+            store, info, MindConfig(), self._local.clock, embedder, self._local.reranker
+        )
         return recaller.recall(query, vector)
 
     @staticmethod
@@ -514,12 +498,12 @@ class Federation:
 
     def _location(self, url: str | None) -> str | None:
         """``url`` as a peer's location: ``None`` when it is the subscriber's own store."""
-        return None if url is None or url == self._storage.url else url
+        return None if url is None or url == self._local.storage.url else url
 
     def _store(self, location: str | None) -> Storage:
         """The store at ``location``, read-only, opened on first use and kept."""
         if location is None:
-            return _ReadOnly(self._storage)
+            return _ReadOnly(self._local.storage)
         with self._lock:
             storage = self._opened.get(location)
             if storage is None:
