@@ -83,6 +83,7 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
     from noema import Mind
     from noema.clock import ManualClock
     from noema.memory.recall.pipeline import Recaller
+    from noema.memory.write.parts import Parts
 
     rows: list[tuple[int, int, list[dict[str, float]], list[int], int, list[str], str]] = []
     started = time.perf_counter()
@@ -107,7 +108,7 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
                 )
                 mind.wait_for_embeddings()
             mind.reindex()  # expanded keys for a store written before they existed
-            recaller = Recaller(mind.storage, mind.info, mind.config, clock, mind.embedder)
+            recaller = Recaller(Parts(mind.storage, mind.info, mind.config, clock, mind.embedder))
             for q in conv.questions:
                 query = RecallQuery(text=q.text, limit=LIMIT, peek=True)
                 vector = recaller.query_vector(q.text)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,7 @@ def run(
     from noema.config import MindConfig
     from noema.memory.recall.pipeline import Recaller
     from noema.memory.write.composed import best_worlds
+    from noema.memory.write.parts import Parts
     from noema.memory.write.worlds import load_tree
 
     tally = Tally(
@@ -168,14 +169,9 @@ def run(
                 session_by_world = {
                     world_id: session_of_path(tree.path(world_id)) for world_id in tree.worlds
                 }
+                parts = Parts(mind.storage, mind.info, mind.config, clock, mind.embedder)
                 recallers = {
-                    m: Recaller(
-                        mind.storage,
-                        mind.info,
-                        MindConfig(**MODES[m].config()),
-                        clock,
-                        mind.embedder,
-                    )
+                    m: Recaller(replace(parts, config=MindConfig(**MODES[m].config())))
                     for m in modes
                 }
                 model = mind.embedder.model

@@ -50,6 +50,7 @@ from noema.memory.engine import Engine
 from noema.memory.recall.reader import recall_query
 from noema.memory.recall.rerank import Reranker, as_reranker, load_reranker
 from noema.memory.upkeep import derived as upkeep
+from noema.memory.write.parts import Parts
 from noema.memory.write.policy import screen_name
 from noema.storage import Storage, open_storage, ops
 
@@ -93,9 +94,8 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         self.embedder = None if embedder is None else as_embedder(embedder)
         self.reranker = None if reranker is None else as_reranker(reranker)
         self._owns_storage = owns_storage
-        self._engine = Engine.build(
-            storage, info, self.config, self.clock, self.embedder, self.reranker
-        )
+        parts = Parts(storage, info, self.config, self.clock, self.embedder)
+        self._engine = Engine.build(parts, self.reranker)
         self._reconciler = self._engine.reconciler
         self._recaller = self._engine.recaller
         self._reader = self._engine.reader

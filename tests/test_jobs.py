@@ -45,6 +45,7 @@ from noema.jobs import (
 )
 from noema.memory.engine import Engine
 from noema.memory.upkeep.consolidate import ReflectReport
+from noema.memory.write.parts import Parts
 from noema.storage import Storage, open_storage, ops
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -468,7 +469,7 @@ def test_decay_registered_through_the_scheduler_lowers_activation_and_deletes_no
 
 
 def engine_of(mind: Mind) -> Engine:
-    return Engine.build(mind.storage, mind.info, mind.config, mind.clock, mind.embedder)
+    return Engine.build(Parts(mind.storage, mind.info, mind.config, mind.clock, mind.embedder))
 
 
 def test_the_builtin_jobs_of_a_mind_are_named_after_it(open_mind: Callable[..., Mind]) -> None:

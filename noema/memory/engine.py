@@ -10,31 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concepts import MindInfo
-from noema.clock import Clock
-from noema.config import MindConfig
-from noema.embeddings import Embedder
 from noema.memory.recall.federation import Federation
 from noema.memory.recall.pipeline import Recaller
 from noema.memory.recall.reader import MemoryReader
 from noema.memory.recall.rerank import Reranker
+from noema.memory.write.parts import Parts
 from noema.memory.write.reconciler import Reconciler
 from noema.memory.write.worlds import Worlds
-from noema.storage import Storage
 
 __all__ = ["Engine"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Engine:
-    """One mind's store, identity, configuration, clock and the pipelines built on them.
+class Engine(Parts):
+    """One mind's parts and the pipelines built on them.
+
+    Its first fields (``storage``, ``mind``, ``config``, ``clock``, ``embedder``)
+    are those of ``Parts``.
 
     Attributes:
-        storage: the store the mind lives in.
-        mind: the mind's identity.
-        config: the mind's configuration.
-        clock: the clock every write and recall reads.
-        embedder: the mind's embedder, or ``None`` (text, graph and recency only).
         reconciler: the write path.
         recaller: the recall pipeline.
         reader: read-only access for processes and faces.
@@ -42,11 +36,6 @@ class Engine:
         federation: the mind's subscriptions to peers, and the federated recall.
     """
 
-    storage: Storage
-    mind: MindInfo
-    config: MindConfig
-    clock: Clock
-    embedder: Embedder | None
     reconciler: Reconciler
     recaller: Recaller
     reader: MemoryReader
@@ -54,26 +43,14 @@ class Engine:
     federation: Federation
 
     @classmethod
-    def build(
-        cls,
-        storage: Storage,
-        mind: MindInfo,
-        config: MindConfig,
-        clock: Clock,
-        embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
-    ) -> Engine:
-        """An engine over ``storage`` for ``mind``, its pipelines built once."""
-        recaller = Recaller(storage, mind, config, clock, embedder, reranker)
+    def build(cls, parts: Parts, reranker: Reranker | None = None) -> Engine:
+        """An engine over ``parts``, its pipelines built once; ``reranker`` serves deep recalls."""
+        recaller = Recaller(parts, reranker)
         return cls(
-            storage=storage,
-            mind=mind,
-            config=config,
-            clock=clock,
-            embedder=embedder,
-            reconciler=Reconciler(storage, mind, config, clock, embedder),
+            **vars(parts),
+            reconciler=Reconciler(parts),
             recaller=recaller,
-            reader=MemoryReader(storage, mind, recaller),
-            worlds=Worlds(storage, mind, clock, config),
+            reader=MemoryReader(recaller),
+            worlds=Worlds(parts),
             federation=Federation(recaller),
         )

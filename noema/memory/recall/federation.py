@@ -55,6 +55,7 @@ from noema.errors import (
 from noema.memory.recall.pipeline import Recaller
 from noema.memory.records.beta import beta_quantile, regularized_beta
 from noema.memory.records.events import EventLog
+from noema.memory.write.parts import Parts
 from noema.memory.write.policy import loggable, value_kinds
 from noema.storage import Session, Storage, open_storage, ops
 
@@ -220,15 +221,16 @@ class Federation:
     peer store is given read sessions only.
 
     Args:
-        local: the subscribing mind's own recall pipeline: its store (the
-            ``peers`` table; same-store peers), identity, configuration (its
-            write policy screens URLs), clock, embedder (a peer holding vectors
-            under its model is searched by vector too, any other by text only)
-            and reranker (deep recalls of peers).
+        local: the subscribing mind's own recall pipeline. Its parts: the store
+            (the ``peers`` table; same-store peers), identity, configuration
+            (its write policy screens URLs), clock and embedder (a peer holding
+            vectors under its model is searched by vector too, any other by text
+            only); its reranker serves deep recalls of peers.
     """
 
     def __init__(self, local: Recaller) -> None:
         self._local = local
+        self._parts = local.parts
         self._lock = threading.Lock()
         self._opened: dict[str, Storage] = {}
         self._vectored: set[tuple[str, str, str, int]] = set()
@@ -244,8 +246,8 @@ class Federation:
 
     def peers(self) -> list[Peer]:
         """The mind's subscriptions, by name."""
-        with self._local.storage.transaction(write=False) as session:
-            return session.run(ops.ListPeers(self._local.mind.id))
+        with self._parts.storage.transaction(write=False) as session:
+            return session.run(ops.ListPeers(self._parts.mind.id))
 
     def subscribe(
         self, name: str, *, mind: str, url: str | None = None, caller: Caller = OPERATOR
@@ -270,7 +272,7 @@ class Federation:
         """
         location = self._location(url)
         check_subscribe(caller, mind=mind, url=location)
-        allowed = self._local.config.policy.secrets == "allow"
+        allowed = self._parts.config.policy.secrets == "allow"
         if location is not None and not allowed and (kinds := value_kinds(location)):
             raise PolicyViolation(
                 f"url: it holds a credential ({', '.join(kinds)}); give the password "
@@ -288,15 +290,15 @@ class Federation:
                 "up to 64 characters, not starting with '.' or '-')",
                 field="name",
             )
-        now = self._local.clock.now()
+        now = self._parts.clock.now()
         try:
             peer = Peer(name=name, url=location, mind=mind, created_at=now)
         except ValidationError as exc:
             raise from_validation(exc) from None
-        if self._find_mind(self._store(location), mind).id == self._local.mind.id:
+        if self._find_mind(self._store(location), mind).id == self._parts.mind.id:
             raise InvalidInput("mind: a mind cannot subscribe to itself", field="mind")
-        with self._local.storage.transaction() as session:
-            for held in session.run(ops.ListPeers(self._local.mind.id)):
+        with self._parts.storage.transaction() as session:
+            for held in session.run(ops.ListPeers(self._parts.mind.id)):
                 same = (held.url, held.mind) == (location, mind)
                 if held.name == name:
                     if same:
@@ -311,8 +313,8 @@ class Federation:
                         f"mind: already subscribed to {_where(held)} as {held.name!r}",
                         field="mind",
                     )
-            session.run(ops.PutPeer(self._local.mind.id, peer))
-            log = EventLog(self._local.mind.id, now)
+            session.run(ops.PutPeer(self._parts.mind.id, peer))
+            log = EventLog(self._parts.mind.id, now)
             log.add(EventKind.PEER_ADDED, payload={"peer": name, "mind": mind, "url": location})
             log.flush(session)
         return peer
@@ -323,10 +325,10 @@ class Federation:
         Raises:
             NotFound: the mind has no subscription of that name.
         """
-        with self._local.storage.transaction() as session:
-            peer = _held(session, self._local.mind.id, name)
-            session.run(ops.DeletePeer(self._local.mind.id, name))
-            log = EventLog(self._local.mind.id, self._local.clock.now())
+        with self._parts.storage.transaction() as session:
+            peer = _held(session, self._parts.mind.id, name)
+            session.run(ops.DeletePeer(self._parts.mind.id, name))
+            log = EventLog(self._parts.mind.id, self._parts.clock.now())
             log.add(
                 EventKind.PEER_REMOVED,
                 payload={
@@ -349,13 +351,13 @@ class Federation:
         Raises:
             NotFound: the mind has no subscription of that name.
         """
-        with self._local.storage.transaction() as session:
-            peer = _held(session, self._local.mind.id, name)
+        with self._parts.storage.transaction() as session:
+            peer = _held(session, self._parts.mind.id, name)
             updated = peer.model_copy(
                 update={"alpha": peer.alpha + max(value, 0.0), "beta": peer.beta + max(-value, 0.0)}
             )
-            session.run(ops.PutPeer(self._local.mind.id, updated))
-            log = EventLog(self._local.mind.id, self._local.clock.now())
+            session.run(ops.PutPeer(self._parts.mind.id, updated))
+            log = EventLog(self._parts.mind.id, self._parts.clock.now())
             log.add(
                 EventKind.PEER_FEEDBACK,
                 payload={
@@ -386,10 +388,10 @@ class Federation:
         self._local.check(query)
         # The subscriptions are read in the ranking's own transaction: one round trip
         # less for the common mind, which has none.
-        with self._local.storage.transaction(write=False) as session:
-            peers = session.run(ops.ListPeers(self._local.mind.id))
+        with self._parts.storage.transaction(write=False) as session:
+            peers = session.run(ops.ListPeers(self._parts.mind.id))
             if not peers:
-                results = self._local.rank(session, query, self._local.clock.now(), vector)
+                results = self._local.rank(session, query, self._parts.clock.now(), vector)
         if not peers:
             self._local.settle(query, results)
             return results
@@ -401,9 +403,9 @@ class Federation:
                 self._local.admit(kept, query.text)
             elif not local and query.text.strip():
                 # The mind's own coverage gap, as a local recall logs it.
-                with self._local.storage.transaction() as session:
-                    log = EventLog(self._local.mind.id, self._local.clock.now())
-                    text = loggable(query.text, self._local.config.policy)
+                with self._parts.storage.transaction() as session:
+                    log = EventLog(self._parts.mind.id, self._parts.clock.now())
+                    text = loggable(query.text, self._parts.config.policy)
                     log.add(EventKind.RECALL_EMPTY, payload={"query": text})
                     log.flush(session)
         return merged
@@ -417,8 +419,8 @@ class Federation:
         subscriber itself is never asked. A peer that cannot be read is skipped
         with a ``PeerUnavailable`` warning, and so are the peers behind it.
         """
-        seen: set[tuple[str | None, str]] = {(None, self._local.mind.name)}
-        minds = {self._local.mind.id}  # by id too: one store may go by two URLs
+        seen: set[tuple[str | None, str]] = {(None, self._parts.mind.name)}
+        minds = {self._parts.mind.id}  # by id too: one store may go by two URLs
         frontier = [
             _Target(p.name, p.name, self._location(p.url), p.mind, trust_p10(p.alpha, p.beta), 1)
             for p in peers
@@ -468,7 +470,7 @@ class Federation:
         self, store: Storage, info: MindInfo, query: RecallQuery, vector: np.ndarray | None
     ) -> list[RecallResult]:
         """The peer's own recall of ``query``, as a peek: nothing is written."""
-        embedder = self._local.embedder
+        embedder = self._parts.embedder
         if vector is not None and embedder is not None:
             key = (store.url, info.id, embedder.model, int(vector.shape[0]))
             if key not in self._vectored:
@@ -478,10 +480,8 @@ class Federation:
                     self._vectored.add(key)
             if key not in self._vectored:  # none of this model: text, graph and recency only
                 embedder, vector = None, None
-        recaller = Recaller(
-            store, info, MindConfig(), self._local.clock, embedder, self._local.reranker
-        )
-        return recaller.recall(query, vector)
+        parts = Parts(store, info, MindConfig(), self._parts.clock, embedder)
+        return Recaller(parts, self._local.reranker).recall(query, vector)
 
     @staticmethod
     def _peers_of(store: Storage, info: MindInfo) -> list[Peer]:
@@ -498,12 +498,12 @@ class Federation:
 
     def _location(self, url: str | None) -> str | None:
         """``url`` as a peer's location: ``None`` when it is the subscriber's own store."""
-        return None if url is None or url == self._local.storage.url else url
+        return None if url is None or url == self._parts.storage.url else url
 
     def _store(self, location: str | None) -> Storage:
         """The store at ``location``, read-only, opened on first use and kept."""
         if location is None:
-            return _ReadOnly(self._local.storage)
+            return _ReadOnly(self._parts.storage)
         with self._lock:
             storage = self._opened.get(location)
             if storage is None:

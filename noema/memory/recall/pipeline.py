@@ -25,7 +25,6 @@ import numpy as np
 
 from concepts import (
     EventKind,
-    MindInfo,
     RecallFilters,
     RecallQuery,
     RecallResult,
@@ -33,9 +32,7 @@ from concepts import (
     RelationStatus,
     Status,
 )
-from noema.clock import Clock
 from noema.config import MindConfig
-from noema.embeddings import Embedder
 from noema.errors import ConfigError
 from noema.memory.language.terms import MAX_TERMS, STOPWORDS, query_terms
 
@@ -81,9 +78,10 @@ from noema.memory.recall.scoring import (
 )
 from noema.memory.records.events import EventLog
 from noema.memory.write.composed import worlds_first
+from noema.memory.write.parts import Parts
 from noema.memory.write.policy import loggable
 from noema.memory.write.worlds import DESCENDANT_SIGNAL, LINK_FACTOR, load_tree
-from noema.storage import Session, Storage, ops
+from noema.storage import Session, ops
 
 __all__ = [
     "DIVERSITY_COST",
@@ -124,22 +122,16 @@ class Recaller:
     graph (entities shared with the query, one hop along ``refers_to`` and
     ``same_as``). ``weighted`` fusion sums weighted signals; ``rrf`` sums
     ``1 / (k + rank)`` over the lanes. Either way ``components`` sum to ``score``.
+
+    Args:
+        parts: the mind's store, identity, configuration, clock and embedder
+            (without one, no vector lane).
+        reranker: what reorders a deep recall's pool; without one, deep recalls
+            are refused.
     """
 
-    def __init__(
-        self,
-        storage: Storage,
-        mind: MindInfo,
-        config: MindConfig,
-        clock: Clock,
-        embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
-    ) -> None:
-        self.storage = storage
-        self.mind = mind
-        self.config = config
-        self.clock = clock
-        self.embedder = embedder
+    def __init__(self, parts: Parts, reranker: Reranker | None = None) -> None:
+        self.parts = parts
         self.reranker = reranker
 
     def recall(self, query: RecallQuery, vector: np.ndarray | None = None) -> list[RecallResult]:
@@ -152,8 +144,8 @@ class Recaller:
         self.check(query)
         # Rank in a read transaction and reinforce after, in a short write: ranking
         # under the write lock held every writer of the mind back for its whole length.
-        with self.storage.transaction(write=False) as session:
-            results = self.rank(session, query, self.clock.now(), vector)
+        with self.parts.storage.transaction(write=False) as session:
+            results = self.rank(session, query, self.parts.clock.now(), vector)
         self.settle(query, results)
         return results
 
@@ -169,25 +161,30 @@ class Recaller:
     def settle(self, query: RecallQuery, results: Sequence[RecallResult]) -> None:
         """What a recall writes once ranked (unless ``peek``): reinforcement, or a gap."""
         if results and not query.peek:
-            with self.storage.transaction() as session:
+            with self.parts.storage.transaction() as session:
                 reinforce_results(
-                    session, self.mind.id, self.config, query.text, results, self.clock.now()
+                    session,
+                    self.parts.mind.id,
+                    self.parts.config,
+                    query.text,
+                    results,
+                    self.parts.clock.now(),
                 )
         elif not query.peek and query.text.strip():
             # Nothing came back: the health report's coverage gaps read these.
-            with self.storage.transaction() as session:
-                log = EventLog(self.mind.id, self.clock.now())
+            with self.parts.storage.transaction() as session:
+                log = EventLog(self.parts.mind.id, self.parts.clock.now())
                 log.add(
                     EventKind.RECALL_EMPTY,
-                    payload={"query": loggable(query.text, self.config.policy)},
+                    payload={"query": loggable(query.text, self.parts.config.policy)},
                 )
                 log.flush(session)
 
     def query_vector(self, text: str) -> np.ndarray | None:
         """The query's embedding (before any transaction: embedding is slow), if any."""
-        if self.embedder is None or not text.strip():
+        if self.parts.embedder is None or not text.strip():
             return None
-        return self.embedder.query(text)
+        return self.parts.embedder.query(text)
 
     def admit(
         self, results: Sequence[RecallResult], query: str, together: Sequence[str] = ()
@@ -201,14 +198,14 @@ class Recaller:
         if not results:
             return
         text = RecallQuery(text=query).text  # checked as any query's text is
-        with self.storage.transaction() as session:
+        with self.parts.storage.transaction() as session:
             reinforce_results(
                 session,
-                self.mind.id,
-                self.config,
+                self.parts.mind.id,
+                self.parts.config,
                 text,
                 results,
-                self.clock.now(),
+                self.parts.clock.now(),
                 together=together,
             )
 
@@ -222,20 +219,22 @@ class Recaller:
         filters = scope.filters
         reference = query.as_of or now
         plan = understand(query.text, reference)
-        fusion = query.fusion or self.config.fusion
+        fusion = query.fusion or self.parts.config.fusion
         rng = random.Random(query.seed) if query.explore else None
         scored = self.candidates(session, query, now, vector, plan=plan, rng=rng, scope=scope)
         if not scored:
             return []
-        if fusion == "weighted" and self.config.weights.cooccurrence > 0:
+        if fusion == "weighted" and self.parts.config.weights.cooccurrence > 0:
             scored = self._cooccurring(session, scored, now)
         if query.depth == "deep":
             assert self.reranker is not None
-            scored = deepen(self.reranker, self.config.deep, query.text, scored)
+            scored = deepen(self.reranker, self.parts.config.deep, query.text, scored)
         if fusion == "weighted" and vector is not None:
-            assert self.embedder is not None
-            scored = diversify(session, self.mind.id, self.embedder, scored, query.limit)
-        if query.as_of is None and self.config.newer_wins:
+            assert self.parts.embedder is not None
+            scored = diversify(
+                session, self.parts.mind.id, self.parts.embedder, scored, query.limit
+            )
+        if query.as_of is None and self.parts.config.newer_wins:
             scored = newer_first(scored, query.limit)
         top = scored[: query.limit]
         # Contradicting memories come back together: partners that pass the filters
@@ -245,8 +244,8 @@ class Recaller:
         partners = sorted({p for m_id in present for p in conflicts.get(m_id, ())} - present)
         if partners:
             scored_by_id = {s.memory.id: s for s in scored}
-            held = session.run(ops.GetMemories(self.mind.id, partners))
-            for memory in as_known(session, self.mind.id, held, filters.known_at):
+            held = session.run(ops.GetMemories(self.parts.mind.id, partners))
+            for memory in as_known(session, self.parts.mind.id, held, filters.known_at):
                 if filters.matches(memory, query.as_of):
                     partner = scored_by_id.get(memory.id) or scope.place(
                         score(
@@ -255,11 +254,11 @@ class Recaller:
                             fusion,
                             reference,
                             now,
-                            self.config,
+                            self.parts.config,
                             vectors=vector is not None,
                             rng=rng,
                         ),
-                        self.config.weights.world,
+                        self.parts.config.weights.world,
                     )
                     top.append(partner)
                     present.add(memory.id)
@@ -304,11 +303,11 @@ class Recaller:
         reference = query.as_of or now
         if plan is None:
             plan = understand(query.text, reference)
-        pool = candidate_pool(query.limit, self.config)
+        pool = candidate_pool(query.limit, self.parts.config)
         found: dict[str, Hit] = {}
-        mind, embedder = self.mind.id, self.embedder
+        mind, embedder = self.parts.mind.id, self.parts.embedder
         if query.strategy == "worlds-first" and vector is not None and embedder is not None:
-            limit, pooling = self.config.worlds_first_limit, self.config.world_pooling
+            limit, pooling = self.parts.config.worlds_first_limit, self.parts.config.world_pooling
             filters = worlds_first(
                 session, mind, embedder.model, vector, filters, query.as_of, limit, pooling
             )
@@ -330,11 +329,11 @@ class Recaller:
                 strict=True,
             ):
                 hit.memory = memory
-        fusion, vectors = query.fusion or self.config.fusion, vector is not None
-        weight = self.config.weights.world
+        fusion, vectors = query.fusion or self.parts.config.fusion, vector is not None
+        weight = self.parts.config.weights.world
         scored = [
             scope.place(
-                score(c, plan, fusion, reference, now, self.config, vectors=vectors, rng=rng),
+                score(c, plan, fusion, reference, now, self.parts.config, vectors=vectors, rng=rng),
                 weight,
             )
             for c in found.values()
@@ -351,7 +350,7 @@ class Recaller:
         filters = _recall_filters(query)
         if not query.world:  # the root: the whole mind, no world is nearer than another
             return Scope(filters)
-        tree = load_tree(session, self.mind.id)
+        tree = load_tree(session, self.parts.mind.id)
         home = tree.get(query.world)
         hops = tree.scope(home)
         worlds = set(hops) if not filters.worlds else set(hops) & set(filters.worlds)
@@ -365,13 +364,13 @@ class Recaller:
         ``STRONG_RESULTS`` candidates (itself apart) gives the signal.
         """
         strong = {s.memory.id for s in scored[:STRONG_RESULTS]}
-        pool = [s.memory.id for s in scored[: candidate_pool(STRONG_RESULTS, self.config)]]
+        pool = [s.memory.id for s in scored[: candidate_pool(STRONG_RESULTS, self.parts.config)]]
         partners = pair_weights(
-            session, self.mind.id, pool, now, self.config.cooccurrence_half_life_days
+            session, self.parts.mind.id, pool, now, self.parts.config.cooccurrence_half_life_days
         )
         if not partners:
             return scored
-        weight = self.config.weights.cooccurrence
+        weight = self.parts.config.weights.cooccurrence
         for item in scored:
             edges = partners.get(item.memory.id)
             if not edges:
@@ -389,7 +388,7 @@ class Recaller:
             return {}
         edges = session.run(
             ops.FindRelationships(
-                self.mind.id,
+                self.parts.mind.id,
                 memory_ids=list(ids),
                 relations=[Relation.CONTRADICTS],
                 statuses=[RelationStatus.ACTIVE],

@@ -20,7 +20,6 @@ from concepts import (
     Event,
     EventKind,
     Memory,
-    MindInfo,
     RecallFilters,
     RecallQuery,
     RecallResult,
@@ -31,7 +30,7 @@ from concepts import (
 from noema.errors import NotFound, from_validation
 from noema.memory.recall.history import as_known
 from noema.memory.recall.pipeline import Recaller
-from noema.storage import Storage, ops
+from noema.storage import ops
 
 __all__ = ["MemoryReader", "recall_query"]
 
@@ -65,15 +64,13 @@ class MemoryReader:
     """Read-only access to one mind's long-term memory.
 
     Args:
-        storage: the store the mind lives in.
-        mind: the mind read.
-        recaller: the mind's recall pipeline; its reads here always ``peek``.
+        recaller: the mind's recall pipeline: its recalls here always ``peek``,
+            and its parts (the store, the mind) serve every other read.
     """
 
-    def __init__(self, storage: Storage, mind: MindInfo, recaller: Recaller) -> None:
-        self._storage = storage
-        self._mind = mind
+    def __init__(self, recaller: Recaller) -> None:
         self._recaller = recaller
+        self._parts = recaller.parts
 
     def recall(self, query: str | RecallQuery = "", **options: Any) -> list[RecallResult]:
         """Recall for ``query`` without reinforcing anything or logging a retrieval.
@@ -96,7 +93,7 @@ class MemoryReader:
         found = self.get_many([memory_id], known_at=known_at)
         if not found:
             when = "" if known_at is None else f" as known at {known_at.isoformat()}"
-            raise NotFound(f"no memory {memory_id} in mind {self._mind.name!r}{when}")
+            raise NotFound(f"no memory {memory_id} in mind {self._parts.mind.name!r}{when}")
         return found[0]
 
     def get_many(
@@ -109,13 +106,13 @@ class MemoryReader:
         """
         if not memory_ids:
             return []
-        with self._storage.transaction(write=False) as session:
-            found = session.run(ops.GetMemories(self._mind.id, list(memory_ids)))
+        with self._parts.storage.transaction(write=False) as session:
+            found = session.run(ops.GetMemories(self._parts.mind.id, list(memory_ids)))
             if known_at is None:
                 return found
             return [
                 m
-                for m in as_known(session, self._mind.id, found, known_at)
+                for m in as_known(session, self._parts.mind.id, found, known_at)
                 if m.recorded_at <= known_at
             ]
 
@@ -131,19 +128,19 @@ class MemoryReader:
         """
         statuses = (Status.ACTIVE,) if as_of is None else (Status.ACTIVE, Status.SUPERSEDED)
         filters = RecallFilters(key=key, statuses=statuses, known_at=known_at)
-        with self._storage.transaction(write=False) as session:
+        with self._parts.storage.transaction(write=False) as session:
             found = session.run(
                 ops.ScanMemories(
-                    self._mind.id, filters=filters, as_of=as_of, order="recent", limit=1
+                    self._parts.mind.id, filters=filters, as_of=as_of, order="recent", limit=1
                 )
             )
-            found = as_known(session, self._mind.id, found, known_at)
+            found = as_known(session, self._parts.mind.id, found, known_at)
         return found[0] if found else None
 
     def relationships(self, memory_id: str) -> list[Relationship]:
         """Every edge touching a memory, whatever its status."""
-        with self._storage.transaction(write=False) as session:
-            return session.run(ops.FindRelationships(self._mind.id, memory_ids=[memory_id]))
+        with self._parts.storage.transaction(write=False) as session:
+            return session.run(ops.FindRelationships(self._parts.mind.id, memory_ids=[memory_id]))
 
     def events(
         self,
@@ -156,10 +153,10 @@ class MemoryReader:
         after_seq: int | None = None,
     ) -> list[Event]:
         """The mind's events in append order (or newest first)."""
-        with self._storage.transaction(write=False) as session:
+        with self._parts.storage.transaction(write=False) as session:
             return session.run(
                 ops.ListEvents(
-                    self._mind.id,
+                    self._parts.mind.id,
                     memory_id=memory_id,
                     kinds=[str(k) for k in kinds],
                     ids=None if ids is None else list(ids),
@@ -171,18 +168,20 @@ class MemoryReader:
 
     def timeline(self, filters: RecallFilters | None = None, *, limit: int = 200) -> list[Memory]:
         """Memories passing ``filters`` (active ones by default), newest recorded first."""
-        with self._storage.transaction(write=False) as session:
+        with self._parts.storage.transaction(write=False) as session:
             return session.run(
-                ops.ScanMemories(self._mind.id, filters=filters, order="recorded", limit=limit)
+                ops.ScanMemories(
+                    self._parts.mind.id, filters=filters, order="recorded", limit=limit
+                )
             )
 
     def audit_entry(self, event_id: str) -> AuditEntry | None:
         """The audit-chain entry that covers the event ``event_id``, if there is one."""
-        with self._storage.transaction(write=False) as session:
-            return session.run(ops.GetAuditEntry(self._mind.id, event_id))
+        with self._parts.storage.transaction(write=False) as session:
+            return session.run(ops.GetAuditEntry(self._parts.mind.id, event_id))
 
     def workspace_snapshot(self) -> WorkspaceSnapshot | None:
         """The workspace as a running mind last saved it, or ``None`` before the first save."""
-        with self._storage.transaction(write=False) as session:
-            saved = session.run(ops.LoadSnapshot(self._mind.id))
+        with self._parts.storage.transaction(write=False) as session:
+            saved = session.run(ops.LoadSnapshot(self._parts.mind.id))
         return None if saved is None else WorkspaceSnapshot.model_validate_json(saved[1])

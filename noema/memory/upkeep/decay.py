@@ -15,6 +15,7 @@ from noema.config import MindConfig
 from noema.memory.recall.scoring import confidence_fade
 from noema.memory.records.activation import decayed
 from noema.memory.records.events import EventLog
+from noema.memory.write.parts import Parts
 from noema.memory.write.reconciler import Reconciler
 from noema.storage import Storage, ops
 
@@ -67,7 +68,7 @@ def run_decay(storage: Storage, mind: MindInfo, config: MindConfig, clock: Clock
             },
         )
         log.flush(session)
-    stale = Reconciler(storage, mind, config, clock).mark_stale(
+    stale = Reconciler(Parts(storage, mind, config, clock)).mark_stale(
         _faded(storage, mind, config, clock),
         reason=f"confidence faded below {config.stale_confidence}",
     )

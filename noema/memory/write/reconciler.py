@@ -25,16 +25,12 @@ from concepts import (
     Lifecycle,
     Memory,
     MemoryInput,
-    MindInfo,
     RecallFilters,
     Relation,
     Relationship,
     RelationStatus,
     Status,
 )
-from noema.clock import Clock
-from noema.config import MindConfig
-from noema.embeddings import Embedder
 from noema.errors import Conflict, InvalidInput, NotFound, PolicyViolation
 from noema.ids import content_hash
 from noema.memory.language.entities import extract_entities
@@ -44,30 +40,25 @@ from noema.memory.write.detect import DEFAULT_LIMIT as DETECT_LIMIT, detect
 from noema.memory.write.edges import _check_edge, _close, _edge, _link, _settle
 from noema.memory.write.lifecycle import _TRANSITIONS, _restore_superseded, _transition
 from noema.memory.write.memories import initial_lifecycle, new_memory, reinforcement
+from noema.memory.write.parts import Parts
 from noema.memory.write.pending import _flush, _get, _load, _missing, _Pending
 from noema.memory.write.policy import apply_secret_policy, screen_name, screen_text
 from noema.memory.write.worlds import load_tree, resolve_worlds
-from noema.storage import Session, Storage, ops
+from noema.storage import Session, ops
 
 __all__ = ["Reconciler"]
 
 
 class Reconciler:
-    """Writes memories, edges and status changes of one mind."""
+    """Writes memories, edges and status changes of one mind.
 
-    def __init__(
-        self,
-        storage: Storage,
-        mind: MindInfo,
-        config: MindConfig,
-        clock: Clock,
-        embedder: Embedder | None = None,
-    ) -> None:
-        self.storage = storage
-        self.mind = mind
-        self.config = config
-        self.clock = clock
-        self.embedder = embedder
+    Args:
+        parts: the mind's store, identity, configuration (the write policy),
+            clock and embedder (the vectors of what it writes, if any).
+    """
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
 
     # ------------------------------------------------------------ policy
 
@@ -83,7 +74,7 @@ class Reconciler:
         A credential in an item's world is refused under ``redact`` too: the path
         names the world, and a redacted one would name another.
         """
-        policy = self.config.policy
+        policy = self.parts.config.policy
         threshold = policy.min_confidence
         for index, item in enumerate(items):
             if labels is not None:
@@ -109,14 +100,14 @@ class Reconciler:
         targets = sorted({link.target for item in items for link in item.links})
         if not targets:
             return
-        with self.storage.transaction(write=False) as session:
-            now = self.clock.now()
-            found = {m.id: m for m in session.run(ops.GetMemories(self.mind.id, targets))}
+        with self.parts.storage.transaction(write=False) as session:
+            now = self.parts.clock.now()
+            found = {m.id: m for m in session.run(ops.GetMemories(self.parts.mind.id, targets))}
         for item in items:
             for link in item.links:
                 target = found.get(link.target)
                 if target is None:
-                    raise NotFound(_missing(self.mind, link.target))
+                    raise NotFound(_missing(self.parts.mind, link.target))
                 when = item.valid_from or item.at or now
                 _check_edge("the new memory", when, link.relation, target)
 
@@ -142,34 +133,35 @@ class Reconciler:
             self.check_policy(items, force=force)
         if not items:
             return []
+        mind, config = self.parts.mind, self.parts.config
         redactions: list[list[str]] = [[] for _ in items]
-        if self.config.policy.secrets == "redact":
-            prepared = [apply_secret_policy(item, self.config.policy) for item in items]
+        if config.policy.secrets == "redact":
+            prepared = [apply_secret_policy(item, config.policy) for item in items]
             items = [item for item, _ in prepared]
             redactions = [kinds for _, kinds in prepared]
         # Embedding is slow: it happens before the write lock is taken.
         embedded_items = self._embed_new(items) if embed else {}
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
-            world_ids = resolve_worlds(session, self.mind.id, [i.world for i in items], log, now)
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            log = EventLog(mind.id, now)
+            world_ids = resolve_worlds(session, mind.id, [i.world for i in items], log, now)
             hashes = [content_hash(i.kind, i.content, i.key, world_ids[i.world]) for i in items]
             vectors = {hashes[index]: v for index, v in embedded_items.items()}
             pending = _Pending(now=now, created={}, changed={}, known={})
             by_hash = {
-                m.content_hash: m for m in session.run(ops.FindActiveByHash(self.mind.id, hashes))
+                m.content_hash: m for m in session.run(ops.FindActiveByHash(mind.id, hashes))
             }
             pending.known.update({m.id: m for m in by_hash.values()})
             keys = sorted({i.key for i in items if i.key is not None})
             by_key: dict[tuple[str, str], str] = {}  # (world, key): a key's value per world
             if keys:
-                for m in session.run(ops.FindActiveByKey(self.mind.id, keys)):
+                for m in session.run(ops.FindActiveByKey(mind.id, keys)):
                     if m.lifecycle != Lifecycle.REJECTED:  # a rejected value no longer stands
                         pending.known.setdefault(m.id, m)
                         by_key[(m.world, m.key or "")] = m.id
             targets = sorted({link.target for i in items for link in i.links})
             if targets:
-                _load(self.mind, session, pending, targets)
+                _load(mind, session, pending, targets)
 
             results: list[Memory] = []
             new_edges: list[Relationship] = []
@@ -178,7 +170,7 @@ class Reconciler:
                 if existing is not None:
                     existing = pending.get(existing.id) or existing
                 if existing is not None and existing.status == Status.ACTIVE:
-                    memory = pending.change(existing, **reinforcement(existing, now, self.config))
+                    memory = pending.change(existing, **reinforcement(existing, now, config))
                     log.add(
                         EventKind.MEMORY_REINFORCED,
                         memory_id=memory.id,
@@ -216,7 +208,7 @@ class Reconciler:
                         self._supersede_key(session, memory, by_key, pending, log, new_edges, now)
                 for link in item.links:
                     _link(
-                        self.mind,
+                        mind,
                         session,
                         pending,
                         log,
@@ -229,16 +221,17 @@ class Reconciler:
                         now=now,
                     )
                 results.append(memory)
-            if self.config.detect_on_write:
+            if config.detect_on_write:
                 self._stage_detected(session, pending, new_edges, vectors, now)
-            _flush(self.mind, session, pending, new_edges, log)
+            _flush(mind, session, pending, new_edges, log)
             embedded = [m for m in pending.created.values() if m.content_hash in vectors]
-            if embedded and self.embedder is not None:
+            if embedded and self.parts.embedder is not None:
                 ids = [m.id for m in embedded]
+                model = self.parts.embedder.model
                 rows = np.stack([vectors[m.content_hash] for m in embedded])
                 created = {m.id: m.world for m in embedded}
-                compose(session, self.mind.id, self.embedder.model, ids, rows, created=created)
-                session.run(ops.PutVectors(self.mind.id, self.embedder.model, ids, rows))
+                compose(session, mind.id, model, ids, rows, created=created)
+                session.run(ops.PutVectors(mind.id, model, ids, rows))
         return [pending.get(m.id) or m for m in results]
 
     def _stage_detected(
@@ -259,9 +252,9 @@ class Reconciler:
         if not created or len(created) > DETECT_LIMIT:
             return
         by_id = {m.id: vectors[m.content_hash] for m in created if m.content_hash in vectors}
-        model = self.embedder.model if self.embedder is not None else None
+        model = self.parts.embedder.model if self.parts.embedder is not None else None
         linked = {frozenset((e.src, e.dst)) for e in edges}
-        for proposal in detect(session, self.mind.id, created, by_id or None, model):
+        for proposal in detect(session, self.parts.mind.id, created, by_id or None, model):
             pair = frozenset((proposal.src, proposal.dst))
             target = pending.get(proposal.dst)
             if pair in linked or (target is not None and target.status != Status.ACTIVE):
@@ -269,7 +262,7 @@ class Reconciler:
             linked.add(pair)
             edges.append(
                 _edge(
-                    self.mind,
+                    self.parts.mind,
                     proposal.src,
                     proposal.relation,
                     proposal.dst,
@@ -286,10 +279,10 @@ class Reconciler:
 
         An item of a world the mind does not hold yet cannot be held: it is embedded.
         """
-        if self.embedder is None or not self.config.embed_on_write:
+        if self.parts.embedder is None or not self.parts.config.embed_on_write:
             return {}
-        with self.storage.transaction(write=False) as session:
-            tree = load_tree(session, self.mind.id) if any(i.world for i in items) else None
+        with self.parts.storage.transaction(write=False) as session:
+            tree = load_tree(session, self.parts.mind.id) if any(i.world for i in items) else None
             worlds = [ROOT_WORLD if tree is None else tree.find(i.world) for i in items]
             hashes = {
                 index: content_hash(item.kind, item.content, item.key, world)
@@ -298,9 +291,11 @@ class Reconciler:
             }
             held = {
                 m.content_hash
-                for m in session.run(ops.FindActiveByHash(self.mind.id, sorted(hashes.values())))
+                for m in session.run(
+                    ops.FindActiveByHash(self.parts.mind.id, sorted(hashes.values()))
+                )
             }
-        now = self.clock.now()
+        now = self.parts.clock.now()
         new = {
             index: (item.content, item.valid_from or item.at or now)
             for index, item in enumerate(items)
@@ -308,7 +303,7 @@ class Reconciler:
         }
         if not new:
             return {}
-        matrix = self.embedder.memories(list(new.values()))
+        matrix = self.parts.embedder.memories(list(new.values()))
         return dict(zip(new, matrix, strict=True))
 
     def _new_memory(
@@ -325,8 +320,8 @@ class Reconciler:
     ) -> Memory:
         """The new memory of ``item`` in this mind (``memories.new_memory``)."""
         return new_memory(
-            self.mind,
-            self.config,
+            self.parts.mind,
+            self.parts.config,
             item,
             digest,
             world,
@@ -365,7 +360,7 @@ class Reconciler:
         else:
             history = session.run(
                 ops.ScanMemories(
-                    self.mind.id,
+                    self.parts.mind.id,
                     RecallFilters(key=key, statuses=tuple(Status), worlds=(memory.world,)),
                     limit=10_000,
                 )
@@ -377,9 +372,8 @@ class Reconciler:
             later = [m for m in versions if m.valid_from > memory.valid_from and m.id != memory.id]
             newer = min(later, key=lambda m: (m.valid_from, m.id), default=current)
             older = memory
-        _close(
-            self.mind, pending, log, edges, newer, older, now, reason=f"new value for key {key!r}"
-        )
+        reason = f"new value for key {key!r}"
+        _close(self.parts.mind, pending, log, edges, newer, older, now, reason=reason)
 
     # ------------------------------------------------------------ edges
 
@@ -393,15 +387,15 @@ class Reconciler:
         source: str = "api",
     ) -> Relationship:
         """Add the edge ``src --relation--> dst`` through the edge handlers."""
-        source = screen_text(source, self.config.policy, what="source")
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
+        source = screen_text(source, self.parts.config.policy, what="source")
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            log = EventLog(self.parts.mind.id, now)
             pending = _Pending(now=now, created={}, changed={}, known={})
-            _load(self.mind, session, pending, [src, dst])
+            _load(self.parts.mind, session, pending, [src, dst])
             edges: list[Relationship] = []
             edge = _link(
-                self.mind,
+                self.parts.mind,
                 session,
                 pending,
                 log,
@@ -413,7 +407,7 @@ class Reconciler:
                 source=source,
                 now=now,
             )
-            _flush(self.mind, session, pending, edges, log)
+            _flush(self.parts.mind, session, pending, edges, log)
         return edge
 
     # ------------------------------------------------------------ status changes
@@ -423,13 +417,13 @@ class Reconciler:
         reason = reason.strip()
         if not reason:
             raise InvalidInput("reason: a retraction needs a reason", field="reason")
-        reason = screen_text(reason, self.config.policy, what="reason")
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            memory = _get(self.mind, session, memory_id)
+        reason = screen_text(reason, self.parts.config.policy, what="reason")
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            memory = _get(self.parts.mind, session, memory_id)
             if memory.status == Status.RETRACTED:
                 raise Conflict(f"memory {memory_id} is already retracted")
-            log = EventLog(self.mind.id, now)
+            log = EventLog(self.parts.mind.id, now)
             action = log.add(
                 EventKind.OPERATOR_ACTION,
                 memory_id=memory.id,
@@ -444,8 +438,8 @@ class Reconciler:
             pending = _Pending(now=now, created={}, changed={}, known={memory.id: memory})
             retracted = pending.change(memory, status=Status.RETRACTED)
             if memory.status == Status.ACTIVE:
-                _restore_superseded(self.mind, session, pending, log, memory, now, action.id)
-            _flush(self.mind, session, pending, [], log)
+                _restore_superseded(self.parts.mind, session, pending, log, memory, now, action.id)
+            _flush(self.parts.mind, session, pending, [], log)
         return retracted
 
     def set_lifecycle(
@@ -462,17 +456,17 @@ class Reconciler:
                 f"action: {action!r} is not one of {', '.join(_TRANSITIONS)}", field="action"
             )
         target, allowed = _TRANSITIONS[action]
-        reason = screen_text(reason.strip(), self.config.policy, what="reason")
+        reason = screen_text(reason.strip(), self.parts.config.policy, what="reason")
         if not reason:
             raise InvalidInput(f"reason: to {action} a memory needs a reason", field="reason")
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            memory = _get(self.mind, session, memory_id)
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            memory = _get(self.parts.mind, session, memory_id)
             if memory.lifecycle not in allowed:
                 raise Conflict(
                     f"cannot {action} memory {memory_id}: it is {memory.lifecycle.value}"
                 )
-            log = EventLog(self.mind.id, now)
+            log = EventLog(self.parts.mind.id, now)
             done = log.add(
                 EventKind.OPERATOR_ACTION,
                 memory_id=memory.id,
@@ -484,12 +478,12 @@ class Reconciler:
                 pending, log, memory, target, reason=reason, actor=actor, origin=done.id
             )
             if target == Lifecycle.REJECTED and memory.status == Status.ACTIVE:
-                _restore_superseded(self.mind, session, pending, log, memory, now, done.id)
+                _restore_superseded(self.parts.mind, session, pending, log, memory, now, done.id)
             elif (
                 action == "reinstate" and memory.key is not None and memory.status == Status.ACTIVE
             ):
                 by_key: dict[tuple[str, str], str] = {}
-                for other in session.run(ops.FindActiveByKey(self.mind.id, [memory.key])):
+                for other in session.run(ops.FindActiveByKey(self.parts.mind.id, [memory.key])):
                     if (
                         other.id != memory.id
                         and other.world == memory.world
@@ -502,11 +496,11 @@ class Reconciler:
                     held = {
                         (e.src, e.relation, e.dst)
                         for e in session.run(
-                            ops.FindRelationships(self.mind.id, memory_ids=[memory.id])
+                            ops.FindRelationships(self.parts.mind.id, memory_ids=[memory.id])
                         )
                     }
                     edges = [e for e in edges if (e.src, e.relation, e.dst) not in held]
-            _flush(self.mind, session, pending, edges, log)
+            _flush(self.parts.mind, session, pending, edges, log)
         return pending.get(memory.id) or changed
 
     def mark_stale(self, memory_ids: Sequence[str], *, reason: str) -> int:
@@ -516,15 +510,15 @@ class Reconciler:
         """
         if not memory_ids:
             return 0
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            log = EventLog(self.parts.mind.id, now)
             pending = _Pending(now=now, created={}, changed={}, known={})
-            for memory in session.run(ops.GetMemories(self.mind.id, list(memory_ids))):
+            for memory in session.run(ops.GetMemories(self.parts.mind.id, list(memory_ids))):
                 if memory.lifecycle in (Lifecycle.ACTIVE, Lifecycle.CANDIDATE):
                     pending.known[memory.id] = memory
                     _transition(pending, log, memory, Lifecycle.STALE, reason=reason, actor="decay")
-            _flush(self.mind, session, pending, [], log)
+            _flush(self.parts.mind, session, pending, [], log)
         return len(pending.changed)
 
     def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
@@ -534,10 +528,10 @@ class Reconciler:
                 f"value: feedback must be between -1 and 1, got {value}", field="value"
             )
         if note is not None:
-            note = screen_text(note, self.config.policy, what="note")
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            memory = _get(self.mind, session, memory_id)
+            note = screen_text(note, self.parts.config.policy, what="note")
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            memory = _get(self.parts.mind, session, memory_id)
             alpha = memory.alpha + max(value, 0.0)
             beta = memory.beta + max(-value, 0.0)
             count = memory.feedback_count + 1
@@ -548,8 +542,8 @@ class Reconciler:
                 "feedback_count": count,
                 "feedback_mean": memory.feedback_mean + (value - memory.feedback_mean) / count,
             }
-            session.run(ops.UpdateMemories(self.mind.id, [(memory.id, changes)]))
-            log = EventLog(self.mind.id, now)
+            session.run(ops.UpdateMemories(self.parts.mind.id, [(memory.id, changes)]))
+            log = EventLog(self.parts.mind.id, now)
             log.add(
                 EventKind.FEEDBACK_GIVEN,
                 memory_id=memory.id,
@@ -568,18 +562,18 @@ class Reconciler:
         stays active), ``supersedes`` closes the target's validity, and
         ``contradicts`` flags the pair for recall to surface together.
         """
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            found = session.run(ops.FindRelationships(self.mind.id, ids=[relationship_id]))
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            found = session.run(ops.FindRelationships(self.parts.mind.id, ids=[relationship_id]))
             if not found:
-                raise NotFound(f"no proposal {relationship_id} in mind {self.mind.name!r}")
+                raise NotFound(f"no proposal {relationship_id} in mind {self.parts.mind.name!r}")
             edge = found[0]
             if edge.status != RelationStatus.PROPOSED:
                 raise Conflict(f"relationship {relationship_id} is not a pending proposal")
-            log = EventLog(self.mind.id, now)
+            log = EventLog(self.parts.mind.id, now)
             pending = _Pending(now=now, created={}, changed={}, known={})
             decided = _settle(
-                self.mind, session, pending, log, edge, approve=approve, actor=actor, now=now
+                self.parts.mind, session, pending, log, edge, approve=approve, actor=actor, now=now
             )
-            _flush(self.mind, session, pending, [], log)
+            _flush(self.parts.mind, session, pending, [], log)
         return decided

@@ -21,20 +21,18 @@ from datetime import datetime
 from concepts import (
     ROOT_WORLD,
     EventKind,
-    MindInfo,
     World,
     WorldInfo,
     normalise_world_path,
     trusted,
     world_names,
 )
-from noema.clock import Clock
-from noema.config import MindConfig
 from noema.errors import Conflict, InvalidInput, NotFound
 from noema.ids import new_id
 from noema.memory.records.events import EventLog
+from noema.memory.write.parts import Parts
 from noema.memory.write.policy import screen_name
-from noema.storage import Session, Storage, ops
+from noema.storage import Session, ops
 
 __all__ = [
     "DESCENDANT_SIGNAL",
@@ -208,32 +206,34 @@ def resolve_worlds(
 
 
 class Worlds:
-    """Creates, renames, moves, links and lists the worlds of one mind."""
+    """Creates, renames, moves, links and lists the worlds of one mind.
 
-    def __init__(self, storage: Storage, mind: MindInfo, clock: Clock, config: MindConfig) -> None:
-        self.storage = storage
-        self.mind = mind
-        self.clock = clock
-        self.config = config
+    Args:
+        parts: the mind's store, identity, configuration (the write policy
+            screens world names) and clock.
+    """
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
 
     def tree(self) -> WorldTree:
         """The mind's worlds as they stand."""
-        with self.storage.transaction(write=False) as session:
-            return load_tree(session, self.mind.id)
+        with self.parts.storage.transaction(write=False) as session:
+            return load_tree(session, self.parts.mind.id)
 
     def list(self) -> list[WorldInfo]:
         """Every world, the root first, by path."""
-        with self.storage.transaction(write=False) as session:
-            tree = load_tree(session, self.mind.id)
-            counts = session.run(ops.CountWorlds(self.mind.id))
+        with self.parts.storage.transaction(write=False) as session:
+            tree = load_tree(session, self.parts.mind.id)
+            counts = session.run(ops.CountWorlds(self.parts.mind.id))
         ids = [ROOT_WORLD, *tree.worlds]
         return sorted((tree.info(i, counts) for i in ids), key=lambda w: w.path)
 
     def show(self, path: str) -> WorldInfo:
         """One world; ``NotFound`` when the mind has none at ``path``."""
-        with self.storage.transaction(write=False) as session:
-            tree = load_tree(session, self.mind.id)
-            counts = session.run(ops.CountWorlds(self.mind.id))
+        with self.parts.storage.transaction(write=False) as session:
+            tree = load_tree(session, self.parts.mind.id)
+            counts = session.run(ops.CountWorlds(self.parts.mind.id))
         return tree.info(tree.get(path), counts)
 
     def create(self, path: str) -> WorldInfo:
@@ -242,11 +242,11 @@ class Worlds:
         Raises:
             PolicyViolation: ``path`` holds a credential and the write policy does not allow them.
         """
-        screen_name(path, self.config.policy, what="world", field="path")
-        with self.storage.transaction() as session:
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
-            resolve_worlds(session, self.mind.id, [path], log, now)
+        screen_name(path, self.parts.config.policy, what="world", field="path")
+        with self.parts.storage.transaction() as session:
+            now = self.parts.clock.now()
+            log = EventLog(self.parts.mind.id, now)
+            resolve_worlds(session, self.parts.mind.id, [path], log, now)
             log.flush(session)
         return self.show(path)
 
@@ -257,13 +257,13 @@ class Worlds:
             PolicyViolation: ``name`` holds a credential and the write policy does not allow them.
         """
         (name,) = _one_name(name)
-        screen_name(name, self.config.policy, what="world name", field="name")
-        with self.storage.transaction() as session:
-            tree = load_tree(session, self.mind.id)
+        screen_name(name, self.parts.config.policy, what="world name", field="name")
+        with self.parts.storage.transaction() as session:
+            tree = load_tree(session, self.parts.mind.id)
             world = self._stored(tree, path)
             self._free(tree, world.parent_id, name, path)
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
+            now = self.parts.clock.now()
+            log = EventLog(self.parts.mind.id, now)
             session.run(ops.PutWorlds([world.model_copy(update={"name": name})]))
             log.add(
                 EventKind.WORLD_RENAMED,
@@ -275,8 +275,8 @@ class Worlds:
 
     def move(self, path: str, parent_path: str) -> WorldInfo:
         """Put the world at ``path`` (and all below it) under the world at ``parent_path``."""
-        with self.storage.transaction() as session:
-            tree = load_tree(session, self.mind.id)
+        with self.parts.storage.transaction() as session:
+            tree = load_tree(session, self.parts.mind.id)
             world = self._stored(tree, path)
             parent = tree.get(parent_path)
             if parent in tree.subtree(world.id):
@@ -285,8 +285,8 @@ class Worlds:
                     f"({normalise_world_path(parent_path)!r})"
                 )
             self._free(tree, parent, world.name, path)
-            now = self.clock.now()
-            log = EventLog(self.mind.id, now)
+            now = self.parts.clock.now()
+            log = EventLog(self.parts.mind.id, now)
             session.run(ops.PutWorlds([world.model_copy(update={"parent_id": parent})]))
             log.add(
                 EventKind.WORLD_MOVED,
@@ -298,18 +298,18 @@ class Worlds:
 
     def link(self, src_path: str, dst_path: str, *, unlink: bool = False) -> WorldInfo:
         """Add (or with ``unlink`` remove) the ``refers_to`` link from one world to another."""
-        with self.storage.transaction() as session:
-            tree = load_tree(session, self.mind.id)
+        with self.parts.storage.transaction() as session:
+            tree = load_tree(session, self.parts.mind.id)
             src, dst = tree.get(src_path), tree.get(dst_path)
             if src == dst:
                 raise InvalidInput(f"world {tree.path(src)!r} cannot link to itself")
-            now = self.clock.now()
+            now = self.parts.clock.now()
             if unlink:
-                changed = session.run(ops.DeleteWorldLink(self.mind.id, src, dst))
+                changed = session.run(ops.DeleteWorldLink(self.parts.mind.id, src, dst))
             else:
-                changed = session.run(ops.PutWorldLink(self.mind.id, src, dst, now))
+                changed = session.run(ops.PutWorldLink(self.parts.mind.id, src, dst, now))
             if changed:
-                log = EventLog(self.mind.id, now)
+                log = EventLog(self.parts.mind.id, now)
                 log.add(
                     EventKind.WORLD_UNLINKED if unlink else EventKind.WORLD_LINKED,
                     payload={"src": src, "dst": dst, "from": tree.path(src), "to": tree.path(dst)},
