@@ -39,9 +39,13 @@ USAGE_WIDTH = 88
 
 def on_config(config: Any) -> Any:
     """Put every ADR in the nav's "Decisions" section, after its index."""
+    try:
+        pages = ["adr/index.md", *(f"adr/{adr.path.name}" for adr in adrs())]
+    except ValueError as exc:
+        raise _build_error(str(exc)) from None
     for entry in config["nav"]:
         if isinstance(entry, dict) and "Decisions" in entry:
-            entry["Decisions"] = ["adr/index.md", *(f"adr/{adr.path.name}" for adr in adrs())]
+            entry["Decisions"] = pages
     return config
 
 
@@ -51,10 +55,17 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def generated(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in GENERATED:
-            raise ValueError(f"{page.file.src_uri}: no generated part called {name!r}")
+            raise _build_error(f"{page.file.src_uri}: no generated part called {name!r}")
         return GENERATED[name]()
 
     return MARKER.sub(generated, markdown)
+
+
+def _build_error(message: str) -> Exception:
+    """An error that stops the build with ``message`` (and no traceback)."""
+    from mkdocs.exceptions import PluginError
+
+    return PluginError(message)
 
 
 # ---------------------------------------------------------------- ADRs
@@ -216,8 +227,11 @@ def http_reference() -> str:
 def _route(
     route: str, entry: dict[str, Any], schemas: dict[str, Any], enums: set[str]
 ) -> list[str]:
-    """One route: its summary, description, parameters, body fields and replies."""
-    out = [f"### `{route}`", "", _sentence(entry["summary"]), ""]
+    """One route: its summary, description, parameters, body fields and replies.
+
+    Its anchor is its operation's name: ``http.md#recall``.
+    """
+    out = [f"### `{route}` {{#{entry['operationId']}}}", "", _sentence(entry["summary"]), ""]
     if entry.get("description"):
         out += [entry["description"], ""]
     if entry.get("security") == []:

@@ -245,7 +245,7 @@ def _walk(parser: argparse.ArgumentParser, name: str) -> dict[str, argparse.Argu
 
 def _sections(text: str, heading: str) -> dict[str, str]:
     """The page's sections by the text of their headings (``heading`` matches one)."""
-    parts = re.split(rf"^#+ `({heading})`$", text, flags=re.MULTILINE)
+    parts = re.split(rf"^#+ `({heading})`(?: {{#[\w-]+}})?$", text, flags=re.MULTILINE)
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
 
