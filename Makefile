@@ -5,10 +5,11 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-dev
 EMBED   = $(VENV)/.installed-embeddings
+DOCS    = $(VENV)/.installed-docs
 # The CPU build of torch (a CUDA build is several GB); pip takes it from this machine's disk.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test test-embeddings embeddings lint typecheck bench bench-locomo clean
+.PHONY: run test test-embeddings embeddings lint typecheck docs docs-serve bench bench-locomo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +49,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The documentation site (ADR 0041): MkDocs builds docs/ into site/, and any warning
+# (a broken link or anchor, a page left out of the nav, a docstring griffe cannot
+# read) fails the build. `docs-serve` rebuilds it on each change, at http://127.0.0.1:8000.
+$(DOCS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS)
+
+docs: $(DOCS)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS)
+	$(BIN)/mkdocs serve
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
 
@@ -59,4 +73,4 @@ bench-locomo: $(STAMP)
 	$(BIN)/python -m benchmarks.locomo_fit --store $(LOCOMO_STORE) --output docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

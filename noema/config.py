@@ -64,16 +64,31 @@ class RecallWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: The full-text signal over content.
     text: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Vector similarity; for a memory without a vector (or with no embedder) it
+    #: is added to ``text``.
     vector: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Recency, ``exp(-age / recency_days)`` (0 as fitted on LoCoMo, whose
+    #: questions do not favour recent turns; raise it where newer should win).
     recency: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Current activation.
     activation: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Stored importance.
     importance: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Credibility, faded by the memory's decay class.
     credibility: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The graph lane in the weighted sum (0: it only adds candidates).
     graph: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The full-text signal over the expanded keys (dates, entities, summary,
+    #: key, tags).
     keys: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The query's names and codes found in the memory (its speaker in full, a
+    #: mention at half).
     entity: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The memory's date against the query's time expressions ("last May").
     time: float = Field(default=0.80, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: For "when" questions: memories that say when something happened.
     dated: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
     #: The lifecycle's signal (verified 1.0, active 0.8, candidate 0.5, stale 0.0).
     status: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -129,7 +144,9 @@ class DeepConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: Candidates of the fast ranking the reranker sees.
     pool: int = Field(default=DEFAULT_DEEP_POOL, ge=1, le=1_000)
+    #: The weight of the reranker's spread score (the ``rerank`` component).
     weight: float = Field(default=DEFAULT_DEEP_WEIGHT, ge=0.0, le=10.0, allow_inf_nan=False)
 
 
@@ -144,9 +161,14 @@ class EpisodeConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: The weight of the ``outcome`` component of an episode recall.
     outcome: float = Field(default=0.20, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The weight of the ``rating`` component of an episode recall.
     rating: float = Field(default=0.10, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Successful episodes of an approach (in one world and role) before reflect
+    #: makes it a procedure.
     procedure_min_successes: int = Field(default=3, ge=2, le=1_000)
+    #: The lowest posterior success rate of an approach that becomes a procedure.
     procedure_min_rate: float = Field(default=0.6, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
@@ -161,7 +183,9 @@ class WritePolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: Writes below this confidence are refused unless forced.
     min_confidence: float = Field(default=DEFAULT_MIN_CONFIDENCE, ge=0.0, le=1.0)
+    #: Content carrying a credential: ``refuse`` it, ``redact`` it or ``allow`` it.
     secrets: Literal["refuse", "redact", "allow"] = "refuse"
 
 
@@ -182,20 +206,33 @@ class MindConfig(BaseModel):
     weights: RecallWeights = DEFAULT_WEIGHTS
     deep: DeepConfig = DeepConfig()
     episodes: EpisodeConfig = EpisodeConfig()
+    #: Of two memories giving different values of one fact, the newer ranks
+    #: above the older.
     newer_wins: bool = True
+    #: How lanes combine: a ``weighted`` sum or ``rrf`` (reciprocal-rank fusion).
     fusion: Literal["weighted", "rrf"] = "weighted"
+    #: The ``k`` of reciprocal-rank fusion.
     rrf_k: int = Field(default=DEFAULT_RRF_K, ge=1, le=10_000)
     #: Candidates each recall lane offers per result asked for, a limit under 10
     #: counting as 10: fewer is faster and finds less of the evidence
     #: (docs/benchmarks.md, "Recall trade-offs").
     candidates_per_result: int = Field(default=DEFAULT_CANDIDATES_PER_RESULT, ge=1, le=50)
+    #: Embed new memories as they are written (else ``embed-missing`` does it).
     embed_on_write: bool = True
+    #: A ``remember_many`` of more items commits first and is embedded in the
+    #: background.
     embed_inline_max: int = Field(default=DEFAULT_EMBED_INLINE_MAX, ge=0, le=1_000_000)
     policy: WritePolicy = WritePolicy()
+    #: Activation's half-life, slowed by importance:
+    #: ``half_life_days × (1 + importance)``.
     half_life_days: float = Field(default=DEFAULT_HALF_LIFE_DAYS, gt=0)
+    #: The recency signal is ``exp(-age / recency_days)``.
     recency_days: float = Field(default=DEFAULT_RECENCY_DAYS, gt=0)
+    #: The activation of a new memory.
     initial_activation: float = Field(default=DEFAULT_INITIAL_ACTIVATION, ge=0.0, le=1.0)
+    #: The share of the distance to 1 that one recall adds to activation.
     reinforce_gain: float = Field(default=DEFAULT_REINFORCE_GAIN, ge=0.0, le=1.0)
+    #: Memories per transaction in ``remember_many`` and ``remember --file``.
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=100_000)
     #: Stage write-time detection's proposals (supersedes, contradicts, same_as)
     #: for writes of up to 64 new memories (``noema.memory.write.detect``).
@@ -223,11 +260,15 @@ class JobsConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: Seconds between runs of the ``decay`` job.
     decay_seconds: float = Field(default=DEFAULT_DECAY_SECONDS, gt=0, allow_inf_nan=False)
+    #: Seconds between runs of the ``reflect`` job.
     reflect_seconds: float = Field(default=DEFAULT_REFLECT_SECONDS, gt=0, allow_inf_nan=False)
+    #: Seconds between runs of the ``embed-missing`` job.
     embed_missing_seconds: float = Field(
         default=DEFAULT_EMBED_MISSING_SECONDS, gt=0, allow_inf_nan=False
     )
+    #: How long a runtime holds a job's lease before another may take it.
     lease_seconds: float = Field(default=DEFAULT_LEASE_SECONDS, gt=0, allow_inf_nan=False)
 
     def interval(self, name: str) -> float | None:
@@ -266,11 +307,20 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: The store (``NOEMA_DATABASE_URL``); none: a SQLite file in the user's
+    #: data directory.
     database_url: str | None = None
+    #: The mind to open (``NOEMA_MIND``).
     mind: str = DEFAULT_MIND
+    #: ``auto`` (e5 in the base install, else MiniLM when installed, else none),
+    #: ``e5``, ``minilm``, ``hash[:DIMS]`` or ``none`` (``NOEMA_EMBEDDER``).
     embedder: str = DEFAULT_EMBEDDER
+    #: Deep recall's reranker: ``auto`` (``lexical``), ``none`` or
+    #: ``embedding:<embedder>`` (``NOEMA_RERANKER``).
     reranker: str = DEFAULT_RERANKER
     memory: MindConfig = MindConfig()
+    #: Per-mind ``[minds.NAME]`` tables, each overriding ``[memory]`` field by
+    #: field.
     minds: dict[str, MindConfig] = Field(default_factory=dict)
     jobs: JobsConfig = JobsConfig()
 

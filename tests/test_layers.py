@@ -11,11 +11,11 @@ imports from ``noema`` only.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docblocks import python_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("concepts", "noema", "workspace", "processes", "tui")
@@ -210,13 +210,11 @@ def test_no_import_circle_inside_memory() -> None:
 
 # ---------------------------------------------------------------- what users read
 
-_FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)
-
 
 def _shown() -> Iterator[tuple[str, str]]:
     for path in sorted([*(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("*.md")]):
-        for index, block in enumerate(_FENCE.findall(path.read_text(encoding="utf-8"))):
-            yield f"{path.relative_to(ROOT)}#{index + 1}", block
+        for index, block in enumerate(python_blocks(path)):
+            yield f"{path.relative_to(ROOT)}#{index + 1}", block.code
     for path in sorted((ROOT / "examples").rglob("*.py")):
         yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
 
@@ -226,7 +224,8 @@ SHOWN = dict(_shown())
 
 def test_the_docs_and_examples_have_code_to_check() -> None:
     assert any(name.endswith(".py") for name in SHOWN)
-    assert sum(name.startswith("docs/writing-a-process.md") for name in SHOWN) >= 5
+    guide = [name for name in SHOWN if name.partition("#")[0].endswith("/writing-a-process.md")]
+    assert len(guide) >= 5
 
 
 @pytest.mark.parametrize("where", sorted(SHOWN))

@@ -37,7 +37,9 @@ class PostgresOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Connections the pool keeps open.
     pool_min: int = Field(default=1, ge=0, le=1_000)
+    #: The most connections the pool opens (and transactions that run at once).
     pool_max: int = Field(default=10, ge=1, le=1_000)
     #: Seconds to wait for a free connection (and for the first one on open).
     pool_timeout: float = Field(default=30.0, gt=0, le=3_600)
@@ -45,8 +47,12 @@ class PostgresOptions(BaseModel):
     #: ``off``: store vectors as bytes and search them exactly. Decided once, when
     #: the schema is created.
     vectors: Literal["auto", "off"] = "auto"
+    #: The HNSW index's links per node (pgvector's ``m``).
     hnsw_m: int = Field(default=16, ge=2, le=100)
+    #: The candidate list while the HNSW index is built (``ef_construction``).
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1_000)
+    #: The least candidate list of an HNSW search (``hnsw.ef_search``); a search
+    #: for more rows than this uses more.
     hnsw_ef_search: int = Field(default=64, ge=1, le=1_000)
     #: A (model, dimensions) with fewer vectors than this is searched exactly.
     index_min_rows: int = Field(default=5_000, ge=0)
