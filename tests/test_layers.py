@@ -226,7 +226,7 @@ SHOWN = dict(_shown())
 
 def test_the_docs_and_examples_have_code_to_check() -> None:
     assert any(name.endswith(".py") for name in SHOWN)
-    assert sum(name.startswith("docs/writing-a-process.md") for name in SHOWN) >= 5
+    assert sum(name.startswith("docs/guides/writing-a-process.md") for name in SHOWN) >= 5
 
 
 @pytest.mark.parametrize("where", sorted(SHOWN))
