@@ -6,7 +6,7 @@ with a filter, limit and offset, namespace listing with prefix, suffix,
 wildcards, depth and paging, namespace validation), sync and awaited; then what
 the store adds as a face of a mind: puts through the reconciler (supersession,
 retraction, provenance), search as recall with its components, namespaces as
-worlds; last, a real LangGraph graph over the store and the README's example.
+worlds; last, a real LangGraph graph over the store and the LangGraph guide's example.
 """
 
 from __future__ import annotations
@@ -608,15 +608,14 @@ def test_a_langgraph_graph_remembers_and_recalls_through_the_store(mind: Mind) -
     assert NoemaStore(mind).list_namespaces() == [("memories", "ada")]
 
 
-def test_the_readme_example_runs(
+def test_the_guide_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### LangGraph", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    guide = (ROOT / "docs" / "guides" / "langgraph.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", guide, re.DOTALL)
     assert block is not None
     monkeypatch.chdir(tmp_path)
-    exec(compile(block.group(1), "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(block.group(1), "langgraph.md", "exec"), {"__name__": "guide"})
     printed = capsys.readouterr().out
     assert "green tea" in printed.lower() and "('memories', 'ada')" in printed
 

@@ -31,10 +31,10 @@ from workspace import AttentionConfig, CycleReport, ProcessContext
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "examples" / "noema-plugin-echo"
-GUIDE = ROOT / "docs" / "writing-a-process.md"
+GUIDE = ROOT / "docs" / "guides" / "writing-a-process.md"
 ALERT = "keyword_watch.alert"
-# A python sample, and the text block right after it: the output it must print.
-SAMPLE = re.compile(r"```python\n(.*?)```\n(?:\n```text\n(.*?)```\n)?", re.DOTALL)
+# A python sample, and the output block right after it: what it must print.
+SAMPLE = re.compile(r"```python\n(.*?)```\n(?:\n```(?:output|text)\n(.*?)```\n)?", re.DOTALL)
 
 
 def _cannot_build_offline() -> str | None:

@@ -575,14 +575,19 @@ def test_the_integrations_package_exports_it_lazily() -> None:
     assert Lazy is NoemaRunRecorder
 
 
-def test_the_readme_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Recording an agent run", 1)[1].split("\n## ", 1)[0]
+def test_the_guide_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "episodes.md"
+    section = guide.read_text(encoding="utf-8").split("## Recording an agent run", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None
-    code = block.group(1).replace("sqlite:////tmp/noema-agent.db", f"sqlite:///{tmp_path}/a.db")
-    assert code != block.group(1)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "episodes.md", "exec"), {"__name__": "guide"})
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("What is 2 + 3? success ('2 + 3 = 5',) ")
-    assert lines[1:] == ['add {"a": 2, "b": 3} 5 False', "add"]
+    assert lines == [
+        "What is 2 + 3? success ('2 + 3 = 5',) True",
+        'add {"a": 2, "b": 3} 5 False',
+        "add",
+    ]
+    assert (tmp_path / "agent.db").exists()
