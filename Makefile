@@ -57,10 +57,10 @@ $(DOCS): $(STAMP)
 	touch $(DOCS)
 
 docs: $(DOCS)
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-serve: $(DOCS)
-	$(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
