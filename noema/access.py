@@ -1,9 +1,11 @@
 """Who may do what: the caller of an operation, and the checks every face shares (ADR 0033).
 
-An operation that reaches past the mind it is called on (today: subscribing a
-mind to a peer, which names another mind and perhaps another store's URL) is
-authorised here, by the same code whichever face called it. The faces only say
-who the caller is:
+An operation that reaches past the mind it is called on is authorised here, by
+the same code whichever face called it: subscribing a mind to a peer, which
+names another mind and perhaps another store's URL (``check_subscribe``), and
+the operator's operations, which open files the caller names or change the
+whole mind (``Caller.operates``, read by ``noema.operations.perform``). The
+faces only say who the caller is:
 
 - the Python API and the local CLI act as the ``OPERATOR`` (every right);
 - ``noema mcp`` (stdio) serves one caller for the whole process: every mind of
@@ -47,11 +49,14 @@ class Caller:
         federate: whether it may subscribe a mind to a peer at all.
         peer_urls: the other stores it may subscribe to, by URL as given;
             ``None``: any store it can reach.
+        operates: whether it may run the operator's operations (import, forget,
+            checkpoint, the maintenance jobs): only the operator, never a server's client.
     """
 
     minds: frozenset[str] | None = frozenset()
     federate: bool = False
     peer_urls: frozenset[str] | None = frozenset()
+    operates: bool = False
 
     def opens(self, mind: str) -> bool:
         """Whether the caller may read and write the mind ``mind`` of the store."""
@@ -63,7 +68,7 @@ class Caller:
 
 
 #: The operator: whoever runs Noema in their own process (the Python API, the CLI).
-OPERATOR = Caller(minds=None, federate=True, peer_urls=None)
+OPERATOR = Caller(minds=None, federate=True, peer_urls=None, operates=True)
 #: Nobody: what a server grants a call that did not say who asks.
 NOBODY = Caller()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,21 +18,26 @@ from mcp import Client
 from concepts import RecallFilters
 from concepts.episodes import Episode
 from noema import ManualClock, Mind
-from noema.access import NOBODY, acting_as, serving
+from noema.access import NOBODY, Caller, acting_as, serving
 from noema.async_mind import AsyncMind
 from noema.cli import build_parser
 from noema.cli._derived import dest, option_name
-from noema.errors import Forbidden
+from noema.errors import Forbidden, InvalidInput
 from noema.http.auth import Tokens
 from noema.http.openapi import build_document, openapi_path
 from noema.http.routes import ENDPOINTS, MIND
 from noema.mcp.server import build_server
-from noema.operations import OPERATIONS, Operation, answer
+from noema.operations import BY_NAME, OPERATIONS, Operation, answer
 from tests.test_access import TOKEN_BOTH, Server
 from tests.test_http import Api
 
 #: The field an operation is about, which the Python method takes first, by position.
 SUBJECTS = ("id", "name", "key", "path")
+#: What an operator's operation takes besides its ``Mind`` method's arguments: the file
+#: it opens for the method, and the confirmation (or dry run) of what cannot be undone.
+OPERATOR_FIELDS = {"file", "dry_run", "yes"}
+#: The operations made of other calls than one ``Mind`` method of their name.
+COMPOSED = {"mind_info", "memory_events", "verify_against", "export_file", "import_file"}
 #: The models a Python method takes whole, by parameter (their fields are its fields).
 WHOLE = {"filters": RecallFilters, "episode": Episode}
 
@@ -48,14 +55,14 @@ def test_every_operation_has_one_name_and_a_request_and_a_face() -> None:
     assert len(names) == len(set(names)) > 30
     for operation in OPERATIONS:
         assert operation.summary and "\n" not in operation.summary, operation.name
-        assert operation.route is not None or operation.mcp, operation.name
+        assert operation.route is not None or operation.mcp or operation.cli, operation.name
 
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: op.name)
 def test_the_python_door_takes_every_field(operation: Operation) -> None:
     method = getattr(Mind, operation.name, None)
     if method is None:  # an answer made of other calls (mind_info, memory_events)
-        assert operation.name in {"mind_info", "memory_events"}
+        assert operation.name in COMPOSED
         return
     parameters = list(inspect.signature(method).parameters.values())[1:]
     names = {p.name for p in parameters}
@@ -65,6 +72,8 @@ def test_the_python_door_takes_every_field(operation: Operation) -> None:
             taken |= set(model.model_fields)
     if any(p.kind is p.VAR_KEYWORD for p in parameters) and operation.name == "recall":
         taken |= set(RecallFilters.model_fields)
+    if operation.needs == "operator":
+        taken |= OPERATOR_FIELDS
     for field in _fields(operation) - taken:
         assert field in SUBJECTS, f"Mind.{operation.name} does not take {field}"
         first = parameters[0]
@@ -129,9 +138,9 @@ def test_the_cli_command_takes_every_field(operation: Operation) -> None:
 
 # ---------------------------------------------------------------- the same rights on every face
 
-#: A request of each operation that needs more than opening the mind.
+#: A request of each operation that needs the right to federate.
 SAMPLES: dict[str, dict[str, Any]] = {"federate": {"name": "b", "mind": "bob"}}
-NEEDING = [op for op in OPERATIONS if op.needs != "mind"]
+NEEDING = [op for op in OPERATIONS if op.needs == "federation"]
 
 
 def test_every_operation_that_needs_a_right_has_a_sample() -> None:
@@ -169,3 +178,76 @@ def test_every_face_refuses_it_with_the_same_line(
         finally:
             server.stop()
     assert len(set(lines.values())) == 1, lines
+
+
+# ---------------------------------------------------------------- the operator's operations
+
+OPERATOR = [op for op in OPERATIONS if op.needs == "operator"]
+
+
+def test_no_server_offers_an_operator_operation() -> None:
+    names = {op.name for op in OPERATOR}
+    assert {"decay", "embed_missing", "reindex", "checkpoint", "import_file", "forget"} <= names
+    for operation in OPERATOR:
+        assert operation.route is None and not operation.mcp, operation.name
+        assert operation.cli is not None, operation.name
+    assert not names & {endpoint.name for endpoint in ENDPOINTS}
+
+
+def _operator_samples(tmp_path: Path, memory_id: str) -> dict[str, dict[str, Any]]:
+    """A request of each operator operation, in an order that runs them all on one mind."""
+    head, dump = str(tmp_path / "head.json"), str(tmp_path / "dump.jsonl")  # not written yet
+    return {
+        "decay": {},
+        "embed_missing": {},
+        "reindex": {},
+        "checkpoint": {"file": head},
+        "verify_against": {"against": head},
+        "export_file": {"file": dump},
+        "import_file": {"file": dump},  # into another, empty mind
+        "forget": {"ids": [memory_id], "yes": True},
+    }
+
+
+@pytest.mark.parametrize(
+    "caller", [serving(allow_federation=True), NOBODY], ids=["served", "nobody"]
+)
+def test_a_servers_caller_is_refused_every_operator_operation(
+    open_mind: Callable[..., Mind], tmp_path: Path, caller: Caller
+) -> None:
+    mind = open_mind(embedder="hash:16")
+    kept = mind.remember("the vault code changes on Mondays")
+    files = tmp_path / "files"
+    files.mkdir()
+    samples = _operator_samples(files, kept.id)
+    assert set(samples) == {op.name for op in OPERATOR}
+    before = mind.events()
+    for operation in OPERATOR:
+        with acting_as(caller), pytest.raises(Forbidden, match=f"^{operation.name}: "):
+            answer(mind, operation, samples[operation.name], via="mcp")
+    mind.caller = caller  # a mind a server binds to its caller: refused without acting_as
+    with pytest.raises(Forbidden, match=r"^forget: "):
+        answer(mind, BY_NAME["forget"], samples["forget"], via="http")
+    assert mind.events() == before and mind.get(kept.id).id == kept.id
+    assert list(files.iterdir()) == []  # no file was written
+
+
+def test_the_operator_runs_every_operator_operation(
+    open_mind: Callable[..., Mind], tmp_path: Path
+) -> None:
+    mind = open_mind(embedder="hash:16")
+    kept = mind.remember("the vault code changes on Mondays")
+    samples = _operator_samples(tmp_path, kept.id)
+    copy = open_mind("copy")
+    for name, fields in samples.items():
+        operation = BY_NAME[name]
+        reply = answer(copy if name == "import_file" else mind, operation, fields)
+        assert operation.result is not None
+        operation.result.model_validate(reply)
+    assert copy.stats()["total"] == 1 and copy.verify().ok
+    assert mind.stats()["total"] == 0 and mind.verify().ok
+    with pytest.raises(InvalidInput, match="pass --yes"):
+        answer(copy, BY_NAME["forget"], {"ids": [kept.id]})
+    planned = answer(copy, BY_NAME["forget"], {"ids": [kept.id], "dry_run": True})
+    assert [m["id"] for m in planned["memories"]] == [kept.id]
+    assert copy.stats()["total"] == 1  # a dry run removes nothing

@@ -24,6 +24,7 @@ from timing import grows_linearly
 
 from concepts import EventKind, Observation
 from noema import ManualClock, Mind
+from noema.cli import run
 from noema.config import MindConfig, Settings, WritePolicy
 from noema.errors import ConfigError, PolicyViolation
 from noema.http.auth import Tokens
@@ -733,6 +734,23 @@ def test_an_export_holding_a_credential_is_not_restored_into_a_refusing_mind(
     copy = _policy_mind(open_mind, "allow", "copy")
     copy.import_(lines)
     assert copy.verify().ok
+
+
+def test_noema_import_refuses_an_export_holding_a_credential_as_python_does(
+    open_mind: Callable[..., Mind],
+    store_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    allowing = _policy_mind(open_mind, "allow", "allowing")
+    allowing.remember(f"the deploy key is {AWS}")
+    dump = tmp_path / "allowing.jsonl"
+    dump.write_text("".join(line + "\n" for line in allowing.export_lines()), encoding="utf-8")
+    assert run(["--db", store_url, "--mind", "target", "import", str(dump)]) == 2
+    err = capsys.readouterr().err
+    assert "a restore cannot redact it" in err and AWS not in err
+    target = open_mind("target")
+    assert target.stats()["total"] == 0 and target.events() == []
 
 
 def test_a_mind_name_holding_a_credential_is_refused(store_url: str) -> None:

@@ -260,8 +260,7 @@ class UpkeepPart(MindBase):
         ``ExportData`` already checked with ``noema.memory.upkeep.transfer.parse_export``.
         """
         if isinstance(source, ExportData):
-            return restore(self.storage, self.info, source)
+            return restore(self.storage, self.info, source, self.config.policy)
         if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
             raise InvalidInput(f"source: an export's lines or file, not {type(source).__name__}")
-        data = parse_export(source)
-        return restore(self.storage, self.info, data, self.config.policy)
+        return restore(self.storage, self.info, parse_export(source), self.config.policy)

@@ -8,7 +8,9 @@ what REST and MCP take under the same names:
   ``--kind X --kind Y``, ``statuses``: ``--status``);
 - a flag that is off by default is ``--peek``; one that is on is ``--no-federated``;
 - a field of a few values (``depth``, ``mode``) takes one of them;
-- the fields the operation's ``Cli`` names positional are arguments, in order.
+- the fields the operation's ``Cli`` names positional are arguments, in order;
+  one that is ``None`` by default may be left out (``checkpoint [FILE]``), and a
+  list takes any number (``forget [ID ...]``).
 
 The options are added when the command runs, not when the parser is built, so
 ``noema --help`` imports no model (``noema.cli._parser.DeferredParser``).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -27,6 +30,7 @@ from typing import Any
 from noema.cli._parser import Parser
 
 __all__ = [
+    "Aside",
     "add_request_options",
     "checked_request",
     "dest",
@@ -53,9 +57,14 @@ def add_request_options(parser: Parser, operation_name: str) -> None:
     positional = operation.cli.positional if operation.cli else ()
     for name in positional:
         info = operation.request.model_fields[name]
-        bare = _bare(info.annotation)
+        many = _is_list(info.annotation)
+        bare = _item(info.annotation) if many else _bare(info.annotation)
         choices = _choices(bare)
         shown: dict[str, Any] = {"choices": choices} if choices else {"metavar": name.upper()}
+        if many:
+            shown.update(nargs="*", metavar=option_name(name, info.annotation)[2:].upper())
+        elif info.default is None:
+            shown["nargs"] = "?"
         parser.add_argument(dest(name), type=_scalar(bare), help=info.description, **shown)
     for name, info in operation.request.model_fields.items():
         if name in positional:
@@ -117,32 +126,43 @@ def checked_request(args: argparse.Namespace, operation_name: str) -> Any:
         raise InvalidInput(f"{exc} ({flag})", field=exc.field) from None
 
 
+class Aside(str):
+    """A line for standard error: what a command did, beside the data it wrote on stdout."""
+
+
 def operate(
     args: argparse.Namespace,
     operation_name: str,
     lines: Callable[[Any, datetime], Iterable[str]],
+    *,
+    progress: str | None = None,
+    ok: Callable[[Any], bool] | None = None,
 ) -> int:
     """Run an operation with the command line's fields: its JSON under ``--json``, else ``lines``.
 
     The request is checked before the mind is opened, so a bad one writes nothing
     (not even a new store). ``lines`` gets the operation's result (``Mind``'s own
-    objects) and the mind's time, and gives what people read.
+    objects) and the mind's time, and gives what people read (an :class:`Aside`
+    on standard error). ``progress`` is the word of the bar a long operation
+    draws on a terminal; ``ok`` says whether a result is a success (else exit 1).
     """
-    from noema.cli._common import EXIT_OK, open_mind
-    from noema.cli._render import emit_json
+    from noema.cli._common import EXIT_FAILURE, EXIT_OK, open_mind
+    from noema.cli._render import Progress, emit_json
     from noema.operations import BY_NAME, perform
 
     operation = BY_NAME[operation_name]
     request = checked_request(args, operation_name)
+    text: list[str] = []
     with open_mind(args) as mind:
-        result = perform(mind, operation, request, via="cli")
-        if args.json:
+        follow = None if progress is None else Progress(progress)
+        result = perform(mind, operation, request, via="cli", follow=follow)
+        if getattr(args, "json", False):
             emit_json(operation.reply(mind, result))
-            return EXIT_OK
-        text = list(lines(result, mind.clock.now()))
+        else:
+            text = list(lines(result, mind.clock.now()))
     for line in text:
-        print(line)
-    return EXIT_OK
+        print(line, file=sys.stderr if isinstance(line, Aside) else sys.stdout)
+    return EXIT_OK if ok is None or ok(result) else EXIT_FAILURE
 
 
 def _bare(annotation: Any) -> Any:
@@ -176,7 +196,9 @@ def _scalar(annotation: Any) -> Callable[[str], Any] | None:
 
 
 def _metavar(annotation: Any, schema: dict[str, Any]) -> str:
-    """``ISO`` for a time, ``N`` for a whole number, ``X`` for a number, else ``TEXT``."""
+    """``ISO`` for a time, ``FILE`` a file, ``N`` a whole number, ``X`` a number, else ``TEXT``."""
     if "date-time" in str(schema):
         return "ISO"
+    if "'format': 'path'" in str(schema):
+        return "FILE"
     return {int: "N", float: "X"}.get(annotation, "TEXT")

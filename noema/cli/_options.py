@@ -17,10 +17,8 @@ from typing import Any, overload
 
 __all__ = [
     "Choices",
-    "add_filters",
     "choices",
     "database_url",
-    "filter_fields",
     "given",
     "path",
     "world_path",
@@ -110,30 +108,6 @@ def world_path(text: str) -> str:
         return normalise_world_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_filters(p: argparse.ArgumentParser) -> None:
-    """Add the filter options of ``recall`` and ``forget`` (read by :func:`filter_fields`)."""
-    p.add_argument("--kind", action="append", default=[], choices=choices("MemoryKind"))
-    p.add_argument("--epistemic", action="append", default=[], choices=choices("Epistemic"))
-    p.add_argument("--status", action="append", default=[], choices=choices("Status"))
-    p.add_argument("--channel", action="append", default=[], choices=choices("Channel"))
-    p.add_argument("--tag", action="append", default=[], metavar="T")
-    p.add_argument("--since", metavar="ISO", help="valid from this time or later")
-    p.add_argument("--until", metavar="ISO", help="valid from this time or earlier")
-
-
-def filter_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``RecallFilters`` fields that the options of :func:`add_filters` gave."""
-    return given(
-        kinds=tuple(args.kind) or None,
-        epistemics=tuple(args.epistemic) or None,
-        statuses=tuple(args.status) or None,
-        channels=tuple(args.channel) or None,
-        tags=tuple(args.tag) or None,
-        since=args.since,
-        until=args.until,
-    )
 
 
 def given(**fields: Any) -> dict[str, Any]:

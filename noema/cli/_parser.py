@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from noema.cli._options import Choices, add_filters, choices, database_url, path, world_path
+from noema.cli._options import Choices, choices, database_url, path, world_path
 from noema.errors import UsageError
 
 __all__ = ["Command", "Parser", "build_parser"]
@@ -126,7 +126,7 @@ class _Commands:
         return p
 
     def operation(
-        self, name: str, handler: str, help: str, *, operation: str
+        self, name: str, handler: str, help: str, *, operation: str, json: bool = True
     ) -> argparse.ArgumentParser:
         """A sub-command whose options are the request's of ``operation`` (``noema.operations``).
 
@@ -134,16 +134,19 @@ class _Commands:
         """
         p = self._group.add_parser(name, help=help, fill=_request_options(operation))
         p.set_defaults(handler=Command(handler))
-        self._json.append((p, None))
+        if json:
+            self._json.append((p, None))
         return p
 
     def operations(self, handlers: str, *commands: tuple[str, str, str]) -> None:
         """Sub-commands made from operations: ``(word, operation, help)`` each.
 
-        Each is run by the handler ``{handlers}_{word}`` (``"_world.cmd_world"``).
+        Each is run by the handler ``{handlers}_{word}`` (``"_world.cmd_world"``;
+        ``embed-missing``: ``cmd_embed_missing``).
         """
         for word, operation, text in commands:
-            self.operation(word, f"{handlers}_{word}", text, operation=operation)
+            handler = f"{handlers}_{word.replace('-', '_')}"
+            self.operation(word, handler, text, operation=operation)
 
     def group(self, name: str, help: str, dest: str, metavar: str) -> _Commands:
         """A sub-command ``name`` that has sub-commands of its own."""
@@ -294,49 +297,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     # ------------------------------------------------ the whole mind: noema.cli._maintenance
-    commands.add("decay", "_maintenance.cmd_decay", "lower activation over time (never deletes)")
-    commands.add(
-        "embed-missing",
-        "_maintenance.cmd_embed_missing",
-        "embed the memories that have no vector under the embedder's model",
+    commands.operations(
+        "_maintenance.cmd",
+        ("decay", "decay", "lower activation over time (never deletes)"),
+        (
+            "embed-missing",
+            "embed_missing",
+            "embed the memories that have no vector under the embedder's model",
+        ),
+        (
+            "reindex",
+            "reindex",
+            "rebuild entity links and expanded keys (graph, keys lanes) and world vectors",
+        ),
+        (
+            "verify",
+            "verify_against",
+            "check the audit chain, and every memory and edge against its events",
+        ),
     )
-    commands.add(
-        "reindex",
-        "_maintenance.cmd_reindex",
-        "rebuild entity links and expanded keys (graph, keys lanes) and world vectors",
-    )
-    p = commands.add(
-        "verify",
-        "_maintenance.cmd_verify",
-        "check the audit chain, and every memory and edge against its events",
-    )
-    p.add_argument(
-        "--against",
-        metavar="CHECKPOINT",
-        type=path,
-        help="a checkpoint file: its entry must still be there",
-    )
-    p = commands.add(
+    commands.operation(
         "checkpoint",
         "_maintenance.cmd_checkpoint",
         "write the audit chain's head (to FILE or stdout); keep it outside the database",
+        operation="checkpoint",
         json=False,
     )
-    p.add_argument("file", nargs="?", type=path)
-    p = commands.add(
+    commands.operation(
         "export",
         "_maintenance.cmd_export",
         "write the mind as JSONL (to FILE or stdout)",
+        operation="export_file",
         json=False,
     )
-    p.add_argument("file", nargs="?", type=path)
-    p.add_argument(
-        "--world", type=world_path, metavar="PATH", help="only this world and those below it"
-    )
-    p = commands.add("import", "_maintenance.cmd_import", "restore an export into an empty mind")
-    p.add_argument("file", type=path)
     commands.operations(
         "_maintenance.cmd",
+        ("import", "import_file", "restore an export into an empty mind"),
         ("stats", "stats", "memory counts by kind and status"),
         ("health", "health", "what to review, merge, refresh or add: findings by rule"),
     )
@@ -366,21 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", choices=choices("Channel"), default="user")
 
     # ------------------------------------------------ forget: noema.cli._maintenance
-    p = commands.add(
+    commands.operation(
         "forget",
         "_maintenance.cmd_forget",
         "delete memories for good (privacy): ids, --key, --containing or filters",
+        operation="forget",
     )
-    p.add_argument("ids", nargs="*", metavar="ID", help="memories to remove")
-    p.add_argument("--key", metavar="KEY", help="every memory with this key, any status")
-    p.add_argument(
-        "--containing",
-        metavar="TEXT",
-        help="every memory holding TEXT in any field, and every event that says it",
-    )
-    add_filters(p)
-    p.add_argument("--dry-run", action="store_true", help="show what would go; remove nothing")
-    p.add_argument("--yes", action="store_true", help="remove them: this cannot be undone")
 
     # ------------------------------------------------ federation: noema.cli._federate
     federate = commands.group(

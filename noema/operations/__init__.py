@@ -10,6 +10,11 @@ CLI show it. The faces are generic adapters over :data:`OPERATIONS`:
   input schema the request model;
 - the CLI (``noema.cli``): ``--json`` prints what the operation answers.
 
+The operator's operations (``upkeep``: import, export to a file, checkpoint,
+forget, the maintenance jobs) open files the caller names or change the whole
+mind: they are the CLI's and Python's only, and ``perform`` refuses them to a
+server's caller.
+
 ``Mind`` is the Python door to the same work, with keyword arguments and editor
 completion, and ``AsyncMind`` is generated from it. ``tests/test_operations.py``
 walks the declarations and checks every face against them.
@@ -17,7 +22,7 @@ walks the declarations and checks every face against them.
 
 from __future__ import annotations
 
-from noema.operations import episodes, federation, memories, minds, recall, worlds
+from noema.operations import episodes, federation, memories, minds, recall, upkeep, worlds
 from noema.operations.spine import Cli, Needs, Operation, Route, answer, perform, request_of
 
 __all__ = [
@@ -41,6 +46,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *worlds.OPERATIONS,
     *episodes.OPERATIONS,
     *federation.OPERATIONS,
+    *upkeep.OPERATIONS,
 )
 #: Each operation by its name.
 BY_NAME: dict[str, Operation] = {operation.name: operation for operation in OPERATIONS}

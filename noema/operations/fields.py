@@ -174,6 +174,26 @@ Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Signed = Annotated[float, Field(ge=-1.0, le=1.0)]
 
 
+def _file_name(value: Any) -> Any:
+    """Refuse a name no file system could hold, in words a person reads."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("a file name cannot hold a NUL character")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a file name must be valid Unicode") from None
+    return value
+
+
+#: A file the operator names, as given (``-``: standard input or output).
+FileName = Annotated[
+    str,
+    Field(min_length=1, max_length=4_096, json_schema_extra={"format": "path"}),
+    BeforeValidator(_file_name),
+]
+
+
 class Request(BaseModel):
     """An operation's request: strict JSON types, no unknown field, no NaN or infinity."""
 

@@ -9,9 +9,11 @@ other; REST takes it from the URL's path.
 
 from __future__ import annotations
 
+import pathlib
+import sys
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr, model_validator
 
 from concepts import Channel, DecayClass, Epistemic, Lifecycle, MemoryKind, Relation, Status
 from concepts.episodes import (
@@ -26,12 +28,15 @@ from concepts.episodes import (
 from concepts.federation import PEER_NAME
 from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, MAX_RECALL_LIMIT
 from noema._arguments import MAX_INT64
+from noema.errors import InvalidInput
 from noema.memory.knowledge.health import RULES
+from noema.memory.upkeep.transfer import ExportData, parse_export
 from noema.operations.fields import (
     LABEL_PATTERN,
     NOTE_PATTERN,
     TEXT_PATTERN,
     WHOLE,
+    FileName,
     Id,
     KeyText,
     Path,
@@ -368,4 +373,93 @@ class ExportRequest(Request):
     world: Path | None = None
 
 
-# ---------------------------------------------------------------- responses
+# ---------------------------------------------------------------- the operator's
+
+_STDOUT = "none or '-': standard output"
+
+
+class CheckpointRequest(Request):
+    """Where the audit chain's head goes."""
+
+    file: FileName | None = Field(default=None, description=f"the file to write; {_STDOUT}")
+
+
+class ExportFileRequest(Request):
+    """Where the mind goes as JSONL, and whether only one world of it."""
+
+    file: FileName | None = Field(default=None, description=f"the file to write; {_STDOUT}")
+    world: Path | None = Field(
+        default=None, description="only this world and those below it (not restorable)"
+    )
+
+
+class ImportFileRequest(Request):
+    """The export to restore, read and checked whole with the request.
+
+    A file that is not an intact export is a bad request, refused before the
+    store is opened; the mind's write policy is met when it is restored.
+    """
+
+    file: FileName = Field(description="an export (noema export); '-': standard input")
+    _export: ExportData = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _read(self) -> ImportFileRequest:
+        self._export = _read_export(self.file)
+        return self
+
+    @property
+    def export(self) -> ExportData:
+        """What the file holds, checked: every line, the audit chain and the content hashes."""
+        return self._export
+
+
+def _read_export(file: str) -> ExportData:
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else pathlib.Path(file).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {file}: {exc.strerror}") from None
+    try:
+        return parse_export(raw.splitlines())
+    except InvalidInput as exc:
+        raise InvalidInput(f"{file} {exc}") from None
+
+
+class VerifyAgainstRequest(Request):
+    """A checkpoint whose entry the audit chain must still hold, if any."""
+
+    against: FileName | None = Field(
+        default=None, description="a checkpoint file (noema checkpoint): its entry must be there"
+    )
+
+
+class ForgetRequest(Request):
+    """What to delete for good; the selectors add up."""
+
+    ids: list[Id] = Field(default_factory=list, description="memories to remove")
+    key: KeyText | None = Field(default=None, description="every memory with this key, any status")
+    containing: (
+        Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NOTE_PATTERN)]
+        | None
+    ) = Field(
+        default=None,
+        description="every memory holding this text in any field, and every event that says it",
+    )
+    kinds: list[MemoryKind] = Field(default_factory=list)
+    epistemics: list[Epistemic] = Field(default_factory=list)
+    statuses: list[Status] = Field(default_factory=list, description="default: any")
+    channels: list[Channel] = Field(default_factory=list)
+    tags: Tags = Field(default_factory=list)
+    since: Time | None = Field(default=None, description="valid from this time or later")
+    until: Time | None = Field(default=None, description="valid from this time or earlier")
+    dry_run: bool = Field(default=False, description="show what would go; remove nothing")
+    yes: bool = Field(default=False, description="remove them: this cannot be undone")
+
+    @model_validator(mode="after")
+    def _confirmed(self) -> ForgetRequest:
+        if not (self.yes or self.dry_run):
+            raise ValueError(
+                "forget: removing memories cannot be undone: pass --yes (or --dry-run to see "
+                "what would go)"
+            )
+        return self

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from concepts import (
     Channel,
@@ -239,6 +239,74 @@ class VerifyOut(Out):
     unrecorded: int
     problem: str | None
     problems: list[str]
+
+
+class DecayOut(Out):
+    """How many memories a decay run read, and how many it lowered."""
+
+    scanned: int
+    decayed: int
+
+
+class EmbeddedOut(Out):
+    """How many memories were embedded, and with which model."""
+
+    embedded: int
+    model: str
+    dims: int
+
+
+class ReindexOut(Out):
+    """How many memories had their entity links and expanded keys rebuilt."""
+
+    memories: int
+
+
+class CheckpointOut(Out):
+    """The head of the audit chain: keep it where the database cannot reach it."""
+
+    mind_id: str
+    seq: int
+    hash: str
+    at: str
+
+
+class ExportedOut(Out):
+    """How many lines the export wrote."""
+
+    lines: int
+
+
+class ImportedOut(Out):
+    """How many records of each type the import restored."""
+
+    worlds: int
+    memories: int
+    relationships: int
+    events: int
+    audit: int
+    peers: int
+
+
+class ForgottenOut(Out):
+    """What forget removed, and whether the audit chain still verifies."""
+
+    memories: list[str]
+    derived: list[str] = Field(description="the ids among them derived from the others")
+    events: int = Field(description="how many events no longer quote them")
+    event_id: str | None = Field(description="the event recording the purge")
+    verified: bool
+
+
+class ForgetPlanOut(Out):
+    """What forget would remove (a dry run): the memories, and which were derived."""
+
+    memories: list[MemoryOut]
+    derived: list[str]
+
+
+#: What forget removed, or on a dry run what it would remove.
+ForgetOut = RootModel[ForgottenOut | ForgetPlanOut]
 
 
 class StatsOut(Out):

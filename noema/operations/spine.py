@@ -3,10 +3,10 @@
 An :class:`Operation` says once what an operation is: its name, its one-line
 summary and longer description, its request model (``noema.operations.requests``),
 its result model (``noema.operations.results``), whether it writes, what the
-caller needs beyond opening the mind (``noema.access`` decides it), and how
-each face shows it (a REST :class:`Route`, an MCP tool, a CLI command). Its ``answer`` does the work
-through the ``Mind`` API, and its ``reply`` makes of the result the JSON every
-face replies with.
+caller needs beyond opening the mind (:data:`Needs`: which right, and where it
+is checked), and how each face shows it (a REST :class:`Route`, an MCP tool, a
+CLI command). Its ``run`` does the work through the ``Mind`` API, and its
+``reply`` makes of the result the JSON every face replies with.
 
 :func:`answer` is that one call: it checks the request against the model,
 then answers as the caller under way. The faces only find
@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from noema.errors import from_validation
+from noema import access
+from noema.errors import Forbidden, from_validation
 from noema.operations.fields import Request
 
 if TYPE_CHECKING:
+    from noema._mind.base import Progress
     from noema.mind import Mind
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "as_is",
     "face",
     "perform",
+    "progress",
     "request_of",
 ]
 
@@ -47,9 +50,17 @@ __all__ = [
 Run = Callable[["Mind", Any], Any]
 #: An operation's result as the JSON every face replies with.
 Reply = Callable[["Mind", Any], Any]
-#: What a caller needs besides opening the mind: nothing more (``mind``), or the
-#: right to subscribe the mind to the peer the request names (``federation``).
-Needs = Literal["mind", "federation"]
+#: What a caller needs besides opening the mind, and where each right is checked:
+#:
+#: - ``mind``: nothing more; opening the mind is the face's check (a server's token).
+#: - ``federation``: the right to subscribe the mind to the peer the request names;
+#:   ``noema.access.check_subscribe`` checks it inside ``Mind.federate``, where the
+#:   peer's mind and URL are resolved, so every face and the Python door meet it.
+#: - ``operator``: the operator's right (``noema.access.Caller.operates``): the
+#:   operation opens files the caller names or changes the whole mind. :func:`perform`
+#:   checks it before the operation runs; no server offers such an operation (it
+#:   has no route and is no MCP tool), and a server's caller is refused it anyway.
+Needs = Literal["mind", "federation", "operator"]
 
 
 def as_is(mind: Mind, result: Any) -> Any:
@@ -142,11 +153,17 @@ def request_of(operation: Operation, fields: Mapping[str, Any] | BaseModel) -> R
 
 
 _FACE: ContextVar[str] = ContextVar("noema_face", default="api")
+_PROGRESS: ContextVar[Progress | None] = ContextVar("noema_progress", default=None)
 
 
 def face() -> str:
     """The face whose call is under way (``mcp``, ``http``, ``cli``): who asserts what it adds."""
     return _FACE.get()
+
+
+def progress() -> Progress | None:
+    """What follows the long operation under way (``progress(done, total)``), if anyone does."""
+    return _PROGRESS.get()
 
 
 def answer(
@@ -157,28 +174,42 @@ def answer(
     ``via`` names the face that calls (``mcp``, ``http``, ``cli``): the source of
     the edges the operation adds.
 
-    What the caller may do is decided where the operation reaches past the mind
-    (``noema.access``), for every face alike; ``Operation.needs`` declares it.
+    What the caller may do beyond opening the mind is ``Operation.needs``; where
+    each right is checked is told at :data:`Needs`.
 
     Raises:
         InvalidInput: the request is wrong (nothing is done).
-        NoemaError: what the operation raises (``Forbidden``: the caller may not).
+        Forbidden: the caller may not run the operation (nothing is done).
+        NoemaError: what the operation raises.
     """
     return operation.reply(mind, perform(mind, operation, fields, via=via))
 
 
 def perform(
-    mind: Mind, operation: Operation, fields: Mapping[str, Any] | BaseModel, *, via: str = "api"
+    mind: Mind,
+    operation: Operation,
+    fields: Mapping[str, Any] | BaseModel,
+    *,
+    via: str = "api",
+    follow: Progress | None = None,
 ) -> Any:
     """Run ``operation`` on ``mind``; its result before it is JSON (what ``answer`` replies with).
 
+    ``follow`` is told how a long operation (``embed_missing``, ``reindex``) goes.
+    An operator's operation (``needs="operator"``) is refused here to a caller
+    who does not operate, whichever face asks.
+
     Raises:
         InvalidInput: the request is wrong (nothing is done).
+        Forbidden: the caller may not run the operation (nothing is done).
         NoemaError: what the operation raises.
     """
+    if operation.needs == "operator" and not access.current(mind.caller).operates:
+        raise Forbidden(f"{operation.name}: only the operator may run it (never a server's client)")
     request = request_of(operation, fields)
-    token = _FACE.set(via)
+    token, following = _FACE.set(via), _PROGRESS.set(follow)
     try:
         return operation.run(mind, request)
     finally:
+        _PROGRESS.reset(following)
         _FACE.reset(token)
