@@ -319,14 +319,18 @@ class MemoriesRequest(Request):
 
 
 class EventsRequest(Request):
-    """The mind's events in append order, after ``after_seq``."""
+    """The mind's events in append order: the newest, or the first after ``after_seq``."""
 
-    after_seq: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = None
-    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
-    kinds: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
-        default_factory=list
+    after_seq: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = Field(
+        default=None, description="only events appended after this position (an event's seq)"
     )
-    memory_id: Id | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=100, description="how many, oldest first: the newest, or the first after after_seq"
+    )
+    kinds: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
+        default_factory=list, description="only events of these kinds"
+    )
+    memory_id: Id | None = Field(default=None, description="only the events of this memory")
 
 
 RuleName = Annotated[str, Field(max_length=100, json_schema_extra={"enum": list(RULES)})]
