@@ -25,7 +25,8 @@ from noema.http.auth import Tokens
 from noema.http.openapi import build_document, openapi_path
 from noema.http.routes import ENDPOINTS, MIND
 from noema.mcp.server import build_server
-from noema.operations import OPERATIONS, Operation, answer
+from noema.operations import BY_NAME, OPERATIONS, Operation, answer
+from noema.operations.requests import OPERATOR
 from tests.test_access import TOKEN_BOTH, Server
 from tests.test_http import Api
 
@@ -125,6 +126,13 @@ def test_the_cli_command_takes_every_field(operation: Operation) -> None:
     for name, info in operation.request.model_fields.items():
         if name not in operation.cli.positional and info.annotation is not bool:
             assert option_name(name, info.annotation) in flags, name
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR))
+def test_the_operators_wider_request_is_a_subclass_of_the_operations(name: str) -> None:
+    """The operation runs it as it is (``request_of``); a remote face never sees it."""
+    assert issubclass(OPERATOR[name], BY_NAME[name].request)
+    assert set(OPERATOR[name].model_fields) >= _fields(BY_NAME[name])
 
 
 # ---------------------------------------------------------------- the same rights on every face

@@ -60,6 +60,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "outcome, and `episode_stats` counts it."
         ),
         reply=_episode_reply,
+        cli=Cli(("episode", "record")),
     ),
     Operation(
         "episodes",

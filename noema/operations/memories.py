@@ -151,6 +151,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "by default. A remote client writes on the user, tool, source or low channel."
         ),
         reply=_memory_reply,
+        cli=Cli(("remember",), positional=("content",)),
     ),
     Operation(
         "timeline",
@@ -174,6 +175,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "and validity at that time, and the edges recorded by then; an error when it "
             "was recorded later."
         ),
+        cli=Cli(("memory", "show"), positional=("id",)),
     ),
     Operation(
         "fact",
@@ -187,6 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "A new value for a key supersedes the old one. `as_of` picks the version valid "
             "then; `known_at` the one the mind held then. An error when no memory holds it."
         ),
+        cli=Cli(("memory", "show")),
     ),
     Operation(
         "memory_events",
@@ -248,6 +251,7 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=True,
         route=Route("POST", f"{_MEMORY}/reject", "memories"),
         reply=_memory_reply,
+        cli=Cli(("memory", "reject"), positional=("id",)),
     ),
     Operation(
         "reinstate_memory",
@@ -312,5 +316,6 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=True,
         route=Route("POST", "/proposals/{id}/reject", "relationships"),
         reply=_edge_reply,
+        cli=Cli(("memory", "reject"), positional=("id",)),
     ),
 )

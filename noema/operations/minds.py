@@ -82,6 +82,7 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=False,
         route=Route("GET", "/events", "mind"),
         reply=_events_reply,
+        cli=Cli(("events",)),
     ),
     Operation(
         "health",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from concepts import Channel, DecayClass, Epistemic, Lifecycle, MemoryKind, Relation, Status
 from concepts.episodes import (
@@ -77,7 +77,7 @@ class LinkRequest(Request):
 class RememberRequest(Request):
     """One thing to remember; identical active content is reinforced instead."""
 
-    content: Text
+    content: Text = Field(description="what to remember")
     kind: MemoryKind = MemoryKind.SEMANTIC
     epistemic: Epistemic = Epistemic.CLAIM
     channel: WriteChannel = "tool"
@@ -93,7 +93,7 @@ class RememberRequest(Request):
     )
     salience: Unit = 0.5
     decay: DecayClass = DecayClass.STABLE
-    valid_from: Time | None = None
+    valid_from: Time | None = Field(default=None, description="when it became true")
     links: Annotated[list[LinkRequest], Field(max_length=64)] = Field(default_factory=list)
     world: Path | None = Field(default=None, description="its world's path (created if missing)")
 
@@ -265,6 +265,40 @@ class EpisodeRequest(Request):
     world: Path = ""
     tags: Tags = Field(default_factory=list)
     channel: WriteChannel = "tool"
+
+
+#: What the operator's own CLI remembers: a remote client's request, on any channel
+#: (``user`` by default), and with ``at`` and ``force``, which no remote face takes:
+#: a remote client sets valid time by ``valid_from`` only (ADR 0034), and ``force``
+#: writes below the write policy the operator set.
+OperatorRememberRequest = create_model(
+    "OperatorRememberRequest",
+    __base__=RememberRequest,
+    channel=(Channel, Field(default=Channel.USER, description="where it came from")),
+    at=(
+        Time | None,
+        Field(
+            default=None,
+            description="when it happened or was said (valid time; default: now); "
+            "the mind records when it learned it itself",
+        ),
+    ),
+    force=(bool, Field(default=False, description="write even below the policy's confidence")),
+)
+
+#: What the operator's own CLI records: a remote client's episode, on any channel.
+OperatorEpisodeRequest = create_model(
+    "OperatorEpisodeRequest",
+    __base__=EpisodeRequest,
+    channel=(Channel, Field(default=Channel.TOOL, description="where it came from")),
+)
+
+#: The request the operator's own CLI takes, by operation, where it is wider than a
+#: remote client's (a subclass of it, which the operation runs as it is).
+OPERATOR: dict[str, type[Request]] = {
+    "remember": OperatorRememberRequest,
+    "record_episode": OperatorEpisodeRequest,
+}
 
 
 class EpisodeRecallRequest(Request):
