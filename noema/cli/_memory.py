@@ -17,9 +17,8 @@ from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
 from noema.cli._derived import checked_request, operate
 from noema.cli._world import world_paths
-from noema.errors import InvalidInput, NotFound, UsageError, from_validation
+from noema.errors import InvalidInput, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.mind import Mind
 from noema.operations import BY_NAME, answer
 from noema.operations.fields import utc
 from noema.operations.memories import Proposals
@@ -216,19 +215,6 @@ def _lifecycle_line(done: str) -> Callable[[Memory, datetime], list[str]]:
     return line
 
 
-def _pending(mind: Mind, relationship_id: str) -> bool:
-    """Whether ``relationship_id`` names a pending proposal of the mind."""
-    return any(p.id == relationship_id for p in mind.proposals())
-
-
-def _is_memory(mind: Mind, memory_id: str) -> bool:
-    try:
-        mind.get(memory_id)
-    except NotFound:
-        return False
-    return True
-
-
 def cmd_reject(args: argparse.Namespace) -> int:
     """``noema memory reject ID``: reject a pending proposal (``reject``), or else the memory ID.
 
@@ -237,7 +223,8 @@ def cmd_reject(args: argparse.Namespace) -> int:
     """
     target = checked_request(args, "reject").id
     with open_mind(args) as mind:
-        a_memory = not _pending(mind, target) and _is_memory(mind, target)
+        pending = any(p.id == target for p in mind.proposals())
+        a_memory = not pending and bool(mind.get_many([target]))
     if not a_memory:
         return operate(args, "reject", lambda edge, now: [f"rejected {edge.id}"])
     if args.field_reason is None:
