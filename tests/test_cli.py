@@ -144,6 +144,14 @@ def show(noema: Cli, memory_id: str, *, mind: str | None = None) -> dict[str, An
     return data
 
 
+def events(noema: Cli, memory_id: str) -> list[dict[str, Any]]:
+    """The events of one memory, oldest first (``noema events --memory-id``)."""
+    result = noema("events", "--memory-id", memory_id, "--json")
+    assert result.code == 0, result.err
+    found: list[dict[str, Any]] = result.json()["events"]
+    return found
+
+
 def total(noema: Cli, *, mind: str | None = None) -> int:
     result = noema("stats", "--json", mind=mind)
     assert result.code == 0, result.err
@@ -285,6 +293,29 @@ def test_remember_needs_text_or_file_not_both(noema: Cli, tmp_path: Path) -> Non
     jsonl.write_text('{"content": "x"}\n', encoding="utf-8")
     assert_usage_error(noema("remember", "text", "--file", str(jsonl)), "remember")
     assert total(noema) == 0
+
+
+def test_remember_takes_a_payload_and_links_as_json(noema: Cli) -> None:
+    target = remember(noema, "The wiki says tea is green")
+    link = json.dumps({"relation": "supports", "target": target["id"]})
+    data = remember(noema, "Tea is green", "--payload", '{"source": "wiki"}', "--link", link)
+    assert data["payload"] == {"source": "wiki"}
+    assert [(e["relation"], e["dst"]) for e in show(noema, data["id"])["relationships"]] == [
+        ("supports", target["id"])
+    ]
+    assert_usage_error(noema("remember", "x", "--payload", "{source: wiki}"), "--payload", "JSON")
+    assert_usage_error(noema("remember", "x", "--link", '{"relation": "loves"}'), "links")
+    assert total(noema) == 2
+
+
+def test_remember_force_writes_below_the_policy(noema: Cli) -> None:
+    assert_usage_error(noema("remember", "maybe so", "--confidence", "0.3"), "confidence")
+    assert total(noema) == 0
+    forced = remember(noema, "maybe so", "--confidence", "0.3", "--force")
+    assert forced["confidence"] == pytest.approx(0.3)
+    plain = noema("remember", "perhaps", "--confidence", "0.2", "--force")
+    assert plain.code == 0 and "perhaps" in plain.out
+    assert total(noema) == 2
 
 
 # ---------------------------------------------------------------- remember --file
@@ -597,7 +628,7 @@ def test_recall_peek_leaves_access_count_unchanged(noema: Cli) -> None:
     peeked = show(noema, m["id"])
     assert peeked["access_count"] == 0
     assert peeked["last_accessed"] is None
-    assert "memory_retrieved" not in {e["kind"] for e in peeked["events"]}
+    assert "memory_retrieved" not in {e["kind"] for e in events(noema, m["id"])}
     plain_peek = noema("recall", "bees", "--peek")
     assert plain_peek.code == 0 and "Heidi keeps bees" in plain_peek.out
     assert show(noema, m["id"])["access_count"] == 0
@@ -606,7 +637,7 @@ def test_recall_peek_leaves_access_count_unchanged(noema: Cli) -> None:
     recalled = show(noema, m["id"])
     assert recalled["access_count"] == 1
     assert recalled["last_accessed"] is not None
-    assert "memory_retrieved" in {e["kind"] for e in recalled["events"]}
+    assert "memory_retrieved" in {e["kind"] for e in events(noema, m["id"])}
 
 
 def test_recall_excludes_retracted(noema: Cli) -> None:
@@ -646,13 +677,13 @@ def test_memory_show_plain_and_json(noema: Cli) -> None:
     assert noema("memory", "relate", b["id"], "refers_to", a["id"]).code == 0
 
     data = show(noema, a["id"])
-    assert set(data) >= MEMORY_KEYS | {"relationships", "events"}
+    assert set(data) >= MEMORY_KEYS | {"relationships"}
     assert data["id"] == a["id"] and data["content"] == "Karl wrote the parser"
     assert data["tags"] == ["code"]
     assert [(e["src"], e["relation"], e["dst"]) for e in data["relationships"]] == [
         (b["id"], "refers_to", a["id"])
     ]
-    assert "memory_created" in [e["kind"] for e in data["events"]]
+    assert "memory_created" in [e["kind"] for e in events(noema, a["id"])]
 
     plain = noema("memory", "show", a["id"])
     assert plain.code == 0, plain.err
@@ -674,7 +705,7 @@ def test_memory_retract(noema: Cli) -> None:
     data = show(noema, m["id"])
     assert data["status"] == "retracted"
     assert data["content"] == "Liam is 40 years old"  # kept for provenance
-    assert "memory_retracted" in [e["kind"] for e in data["events"]]
+    assert "memory_retracted" in [e["kind"] for e in events(noema, m["id"])]
     stats = noema("stats", "--json").json()
     assert stats["by_status"] == {"retracted": 1}
 
@@ -945,7 +976,7 @@ def test_memory_verify_reject_reinstate_plain_and_json(noema: Cli) -> None:
     assert [r["id"] for r in recall(noema, "payroll")] == [m["id"]]
     actions = [
         (e["payload"]["action"], e["payload"]["reason"])
-        for e in show(noema, m["id"])["events"]
+        for e in events(noema, m["id"])
         if e["kind"] == "operator_action"
     ]
     assert actions == [
@@ -958,11 +989,11 @@ def test_memory_verify_reject_reinstate_plain_and_json(noema: Cli) -> None:
 
 def test_rejecting_a_memory_needs_a_reason_and_writes_nothing_without_one(noema: Cli) -> None:
     m = remember(noema, "Jon owns a blue kayak")
-    events = len(show(noema, m["id"])["events"])
+    logged = len(events(noema, m["id"]))
     assert_usage_error(noema("memory", "reject", m["id"]), "--reason", m["id"])
     assert_usage_error(noema("memory", "reject", m["id"], "--reason", "  ", "--json"), "reason")
     data = show(noema, m["id"])
-    assert data["lifecycle"] == "active" and len(data["events"]) == events
+    assert data["lifecycle"] == "active" and len(events(noema, m["id"])) == logged
 
 
 def test_lifecycle_changes_that_cannot_be_made_exit_2(noema: Cli) -> None:
@@ -1737,16 +1768,22 @@ def test_observe_too_long_a_text_is_one_line_and_writes_nothing(noema: Cli, db_p
 
 def test_events_limit_gives_the_newest_printed_oldest_first(noema: Cli) -> None:
     ids = [remember(noema, f"memory number {n}")["id"] for n in range(3)]
-    created = ("--kind", "memory_created", "--json")
-    newest = noema("events", "--limit", "1", *created).json()
-    assert [e["memory_id"] for e in newest] == [ids[2]]
-    two = noema("events", "--limit", "2", *created).json()
-    assert [e["memory_id"] for e in two] == ids[1:]
-    assert [e["memory_id"] for e in noema("events", *created).json()] == ids
-    every = noema("events", "--json").json()
-    last = noema("events", "--limit", "1", "--json").json()
-    assert last == every[-1:] and len(every) > 1
+
+    def logged(*argv: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = noema("events", *argv, "--json").json()["events"]
+        return found
+
+    created = ("--kind", "memory_created")
+    assert [e["memory_id"] for e in logged("--limit", "1", *created)] == [ids[2]]
+    assert [e["memory_id"] for e in logged("--limit", "2", *created)] == ids[1:]
+    assert [e["memory_id"] for e in logged(*created)] == ids
+    every = logged()
+    assert logged("--limit", "1") == every[-1:] and len(every) > 1
     assert [e["seq"] for e in every] == sorted(e["seq"] for e in every)
+    # After a position: the first events after it, not the newest.
+    after = logged("--after-seq", str(every[0]["seq"]), "--limit", "1")
+    assert after == every[1:2]
+    assert [e["memory_id"] for e in logged("--memory-id", ids[1])] == [ids[1]]
     text = noema("events", "--limit", "1", "--kind", "memory_created")
     assert text.code == 0 and ids[2] in text.out and ids[0] not in text.out
     assert "oldest first" in noema("events", "--help").out
@@ -1814,7 +1851,7 @@ def test_memory_show_key_gives_the_fact_the_key_holds(noema: Cli) -> None:
     assert now.code == 0, now.err
     data = now.json()
     assert data["id"] == porto["id"] and data["status"] == "active"
-    assert set(data) >= MEMORY_KEYS | {"relationships", "events"}
+    assert set(data) >= MEMORY_KEYS  # the fact's answer: the memory
     assert "Ada lives in Porto" in noema("memory", "show", "--key", "ada.city").out
     then = noema("memory", "show", "--key", "ada.city", "--as-of", "2022-06-01T00:00:00Z", "--json")
     assert then.json()["id"] == lisbon["id"] and then.json()["status"] == "superseded"
@@ -1826,7 +1863,7 @@ def test_memory_show_key_gives_the_fact_the_key_holds(noema: Cli) -> None:
         ((), "give ID or --key KEY"),
         ((porto["id"], "--key", "ada.city"), "give ID or --key KEY"),
         ((porto["id"], "--as-of", "2022-01-01T00:00:00Z"), "--as-of goes with --key"),
-        (("--key", "k" * 201), "key: key is longer than 200 characters"),
+        (("--key", "k" * 201), "key: String should have at most 200 characters (--key)"),
         (("--key", "ada.city", "--as-of", "someday"), "as_of:"),
     ):
         result = noema("memory", "show", *argv)

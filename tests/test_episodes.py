@@ -432,6 +432,22 @@ def test_cli_records_lists_shows_recalls_and_counts(noema: Cli, tmp_path: Path) 
     assert text.startswith("2 episodes\n") and "approaches:" in text
 
 
+def test_cli_records_on_any_channel_and_a_remote_client_on_its_own(
+    noema: Cli, tmp_path: Path
+) -> None:
+    file = tmp_path / "episode.json"
+    file.write_text(json.dumps({"task": "Rotate the keys", "outcome": "success"}))
+    made = noema("episode", "record", "--file", str(file), "--channel", "operator", "--json")
+    assert made.code == 0, made.err
+    flags = noema("episode", "record", "--task", "Rotate again", "--outcome", "partial", "--json")
+    assert flags.code == 0, flags.err
+    channels = [
+        noema("memory", "show", episode.json()["id"], "--json").json()["channel"]
+        for episode in (made, flags)
+    ]
+    assert channels == ["operator", "tool"]  # --channel, else the default
+
+
 def test_cli_refuses_bad_episodes_with_one_line_and_writes_nothing(
     noema: Cli, tmp_path: Path
 ) -> None:
@@ -447,6 +463,9 @@ def test_cli_refuses_bad_episodes_with_one_line_and_writes_nothing(
     bad.write_text(json.dumps({"task": "t", "outcome": "success", "actions": [{"tool": 3}]}))
     assert_usage_error(noema("episode", "record", "--file", str(bad)), "tool")
     assert_usage_error(noema("episode", "record", "--file", str(tmp_path / "none.json")), "read")
+    bad.write_text(json.dumps({"task": "t", "outcome": "success"}))
+    both = noema("episode", "record", "--file", str(bad), "--task", "t")
+    assert_usage_error(both, "--file", "not both")
     assert noema("episode", "list", "--json").json() == {"episodes": []}
     assert noema("episode", "show", "nope").code != 0
 

@@ -249,6 +249,8 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     retracted = api.ok("retract", mind="ada", id=coffee["id"], json={"reason": "never happened"})
     assert retracted["status"] == "retracted"
 
+    below = {"content": "Ada might like mint", "confidence": 0.1, "force": True}
+    assert "force" in api.error("remember", 422, mind="ada", json=below)["error"]  # the operator's
     duplicate = api.ok("remember", mind="ada", json={"content": "Ada likes green tea a lot"})
     proposal = api.ok(
         "relate",
@@ -286,6 +288,11 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
 
     events = api.ok("events", mind="ada", params={"kinds": ["memory_created"], "limit": 2})
     assert [e["kind"] for e in events["events"]] == ["memory_created"] * 2
+    created = {"kinds": ["memory_created"], "limit": 10_000}
+    every = api.ok("events", mind="ada", params=created)["events"]
+    assert events["events"] == every[-2:]  # the newest, oldest first
+    first = api.ok("events", mind="ada", params={**created, "limit": 2, "after_seq": 0})
+    assert first["events"] == every[:2]  # after a position: the first after it
     later = api.ok("events", mind="ada", params={"after_seq": events["events"][-1]["seq"]})
     assert all(e["seq"] > events["events"][-1]["seq"] for e in later["events"])
     report = api.ok("health", mind="ada", params={"rules": ["duplicate"], "limit": 5})

@@ -136,6 +136,17 @@ def test_the_cli_command_takes_every_field(operation: Operation) -> None:
             assert option_name(name, info.annotation) in flags, name
 
 
+WIDER = [op for op in OPERATIONS if op.cli is not None and op.cli.request is not None]
+
+
+@pytest.mark.parametrize("operation", WIDER, ids=lambda op: op.name)
+def test_the_operators_wider_request_is_a_subclass_of_the_operations(operation: Operation) -> None:
+    """The operation runs it as it is (``request_of``); a remote face never sees it."""
+    assert operation.cli is not None and operation.cli.request is not None
+    assert issubclass(operation.cli.request, operation.request)
+    assert set(operation.cli.request.model_fields) >= _fields(operation)
+
+
 # ---------------------------------------------------------------- the same rights on every face
 
 #: A request of each operation that needs the right to federate.

@@ -1,6 +1,6 @@
 """``noema episode ACTION``: task episodes, one agent run each (ADR 0022).
 
-``record`` writes one, from flags or from a JSON file (``--file``, ``-`` for
+``record`` writes one, from options or from a JSON file (``--file``, ``-`` for
 stdin); ``list`` shows the newest, ``show`` one, ``recall`` finds them by
 meaning and outcome, and ``stats`` gives success rates per approach, tool,
 role and agent as Beta posteriors. A wrong field is refused with one line naming
@@ -19,9 +19,9 @@ from concepts import RecallResult
 from concepts.episodes import EpisodeRecord, EpisodeStats, Posterior
 from noema import serialize
 from noema.cli import _render as render
-from noema.cli._common import EXIT_OK, open_mind
-from noema.cli._derived import operate
+from noema.cli._derived import cli_operation, operate, request_fields
 from noema.errors import InvalidInput
+from noema.operations import request_of
 
 __all__ = [
     "cmd_episode_list",
@@ -54,40 +54,27 @@ def _read_file(name: str) -> Any:
         raise InvalidInput(f"--file: {name} is not JSON: {exc}", field="file") from None
 
 
-def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
-    if not args.task or not args.outcome:
-        raise InvalidInput(
-            "episode record: --task and --outcome are required (or give --file)", field="task"
-        )
-    fields: dict[str, Any] = {
-        "task": args.task,
-        "outcome": args.outcome,
-        "actions": [{"tool": t} for t in args.tool]
-        + [{"tool": t, "failed": True} for t in args.failed_tool],
-        "learnings": args.learning,
-        "artifacts": args.artifact,
-        "tags": args.tag,
-    }
-    for name in ("role", "agent", "approach", "rating", "run", "world", "at"):
-        if getattr(args, name) is not None:
-            fields[name] = getattr(args, name)
-    return fields
-
-
 def cmd_episode_record(args: argparse.Namespace) -> int:
-    """``noema episode record``: one episode, from flags or ``--file`` (JSON)."""
-    if args.file is not None:
-        if args.task or args.outcome or args.tool or args.failed_tool:
-            raise InvalidInput("episode record: give --file or the flags, not both", field="file")
-        data = _read_file(args.file)
-        if not isinstance(data, dict):
-            raise InvalidInput("--file: one JSON object, an episode", field="file")
-    else:
-        data = _from_flags(args)
-    with open_mind(args) as mind:
-        record = mind.record_episode(data, channel=args.channel)
-    render.reply(args.json, serialize.episode_json(record), f"recorded episode {_line(record)}")
-    return EXIT_OK
+    """``noema episode record``: one episode (``record_episode``), from options or ``--file``.
+
+    ``--tool`` and ``--failed-tool`` are actions named by their tool alone. The
+    file holds the request as JSON, as REST takes it, and ``--channel`` goes with
+    it (any channel: the request is ``OperatorEpisodeRequest``).
+    """
+    if args.file is None:
+        return operate(args, "record_episode", _recorded)
+    given = request_fields(args, "record_episode")
+    if given.keys() - {"channel"}:
+        raise InvalidInput("episode record: give --file or the options, not both", field="file")
+    data = _read_file(args.file)
+    if not isinstance(data, dict):
+        raise InvalidInput("--file: one JSON object, an episode", field="file")
+    request = request_of(cli_operation("record_episode"), data | given)
+    return operate(args, "record_episode", _recorded, request=request)
+
+
+def _recorded(record: EpisodeRecord, now: datetime) -> list[str]:
+    return [f"recorded episode {_line(record)}"]
 
 
 def cmd_episode_list(args: argparse.Namespace) -> int:

@@ -9,19 +9,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from concepts import Memory, MemoryInput
-from concepts.models import UtcDatetime
+from concepts import Memory, MemoryInput, normalise_world_path
 from noema import serialize
 from noema.cli import _render as render
 from noema.cli._common import EXIT_OK, open_mind
 from noema.cli._derived import checked_request, operate
-from noema.cli._options import given
 from noema.cli._world import world_paths
-from noema.errors import InvalidInput, NotFound, UsageError, from_validation
+from noema.errors import InvalidInput, UsageError, from_validation
 from noema.jsonl import json_object
-from noema.mind import Mind
+from noema.operations import BY_NAME, answer
+from noema.operations.fields import utc
 from noema.operations.memories import Proposals
 
 __all__ = [
@@ -38,9 +37,6 @@ __all__ = [
     "cmd_remember",
     "cmd_show",
 ]
-
-
-_TIME: TypeAdapter[datetime] = TypeAdapter(UtcDatetime)
 
 
 def _memory_input(fields: dict[str, Any], *, what: str = "") -> MemoryInput:
@@ -68,7 +64,8 @@ def _remember_file(args: argparse.Namespace) -> int:
     items = _read_jsonl(args.file)
     inputs = [item for _, item in items]
     with open_mind(args) as mind:
-        mind.check_policy(inputs, force=args.force, labels=[f"line {n}" for n, _ in items])
+        labels = [f"line {n}" for n, _ in items]
+        mind.check_policy(inputs, force=args.field_force, labels=labels)
         written = mind.remember_many(inputs, force=True, progress=render.Progress("remembering"))
         # A bulk write is embedded after it commits; Ctrl-C leaves the rest to
         # `noema embed-missing` (or the job of `noema run`).
@@ -83,36 +80,23 @@ def _remember_file(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    """``noema remember``: one memory from TEXT and the options, or a JSONL file of them."""
-    if (args.text is None) == (args.file is None):
+    """``noema remember``: one memory from TEXT and the options, or a JSONL file of them.
+
+    ``--force`` (as ``--channel operator`` and ``--at``) is the operator's alone:
+    the request is ``OperatorRememberRequest``. ``--redact-secrets`` changes this
+    command's write policy (``open_mind``).
+    """
+    if (args.field_content is None) == (args.file is None):
         raise UsageError("remember: give TEXT or --file F.jsonl (one of them)")
     if args.file is not None:
-        if args.world is not None:
+        if args.field_world is not None:
             raise UsageError('remember: --world is for TEXT; give each line of --file its "world"')
         return _remember_file(args)
-    fields = given(
-        content=args.text,
-        kind=args.kind,
-        epistemic=args.epistemic,
-        channel=args.channel,
-        key=args.key,
-        importance=args.importance,
-        confidence=args.confidence,
-        valid_from=args.valid_from,
-        at=args.at,
-        world=args.world,
+    request = checked_request(args, "remember")
+    world = normalise_world_path(request.world or "")  # where it is, reinforced or new
+    return operate(
+        args, "remember", lambda memory, now: [render.memory_line(memory, world)], request=request
     )
-    item = _memory_input(fields | {"tags": tuple(args.tag)})
-    with open_mind(args) as mind:
-        memory = mind.remember_many([item], force=args.force)[0]
-        now = mind.clock.now()
-        world = mind.world_path(memory.world)
-    render.reply(
-        args.json,
-        serialize.memory_json(memory, at=now, world=world),
-        render.memory_line(memory, world),
-    )
-    return EXIT_OK
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -139,65 +123,39 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _time(text: str | None, what: str) -> datetime | None:
-    """An ISO option as a UTC time; ``InvalidInput`` naming ``what`` when it is not one."""
-    if text is None:
-        return None
-    try:
-        return _TIME.validate_python(text)
-    except ValidationError as exc:
-        raise from_validation(exc, what=f"{what}:") from None
-
-
-def _fact(mind: Mind, key: str, as_of: datetime | None, known_at: datetime | None) -> Memory:
-    """The memory holding ``key``'s fact; ``NotFound`` naming the key when none does."""
-    memory = mind.fact(key, as_of=as_of, known_at=known_at)
-    if memory is None:
-        when = "".join(
-            f" {label} {at.isoformat()}"
-            for label, at in (("as of", as_of), ("as known at", known_at))
-            if at is not None
-        )
-        raise NotFound(f"no memory holds key {key!r} in mind {mind.name!r}{when}")
-    return memory
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     """``noema memory show``: a memory with its relationships and the events that cite it.
 
-    The memory is ``ID``, or with ``--key KEY`` the one holding that key's fact
-    (``Mind.fact``; ``--as-of`` picks the version valid then). With
-    ``--known-at``, the memory as the mind knew it then (its status, lifecycle
-    and validity at that time), and only the edges and events recorded by then.
+    The memory is ``ID`` (the operation ``get``), or with ``--key KEY`` the one
+    holding that key's fact (``fact``; ``--as-of`` picks the version valid then).
+    With ``--known-at``, the memory as the mind knew it then (its status,
+    lifecycle and validity at that time), and only the edges and events recorded
+    by then. ``--json`` prints the operation's answer.
     """
-    if (args.id is None) == (args.key is None):
+    if (args.field_id is None) == (args.field_key is None):
         raise UsageError("memory show: give ID or --key KEY (one of them)")
-    if args.as_of is not None and args.key is None:
+    if args.field_as_of is not None and args.field_key is None:
         raise UsageError("memory show: --as-of goes with --key")
-    known_at = _time(args.known_at, "known_at")
-    as_of = _time(args.as_of, "as_of")
+    operation = BY_NAME["get" if args.field_key is None else "fact"]
+    request = checked_request(args, operation.name)
+    known_at = utc(request.known_at, "known_at")
     with open_mind(args) as mind:
-        if args.key is not None:
-            memory = _fact(mind, args.key, as_of, known_at)
-        else:
-            memory = mind.get(args.id, known_at=known_at)
-        edges = mind.relationships(memory.id)
-        events = mind.events(memory_id=memory.id)
-        now = mind.clock.now()
-        world = mind.world_path(memory.world)
-    if known_at is not None:
-        edges = [e for e in edges if e.created_at <= known_at]
-        events = [e for e in events if e.at <= known_at]
-    shape = {
-        **serialize.memory_json(memory, at=known_at or now, world=world),
-        "relationships": [serialize.relationship_json(e) for e in edges],
-        "events": [serialize.event_json(e) for e in events],
-    }
-    lines = render.detail_lines(
-        memory, edges, events, headings=True, at=known_at or now, world=world
-    )
-    render.reply(args.json, shape, *lines)
+        shown = answer(mind, operation, request, via="cli")
+        if args.json:
+            render.emit_json(shown)
+            return EXIT_OK
+        memory = mind.get(shown["id"], known_at=known_at)
+        edges = [e for e in mind.relationships(memory.id) if _by(e.created_at, known_at)]
+        events = [e for e in mind.events(memory_id=memory.id) if _by(e.at, known_at)]
+        at, world = known_at or mind.clock.now(), mind.world_path(memory.world)
+    for line in render.detail_lines(memory, edges, events, headings=True, at=at, world=world):
+        print(line)
     return EXIT_OK
+
+
+def _by(recorded: datetime, known_at: datetime | None) -> bool:
+    """Whether something recorded then was known at ``known_at`` (``None``: now)."""
+    return known_at is None or recorded <= known_at
 
 
 def cmd_memory_retract(args: argparse.Namespace) -> int:
@@ -257,71 +215,30 @@ def _lifecycle_line(done: str) -> Callable[[Memory, datetime], list[str]]:
     return line
 
 
-def _reason(args: argparse.Namespace, action: str) -> str | None:
-    """``--reason`` as given, ``None`` when it was not; a blank one is refused."""
-    if args.reason is None:
-        return None
-    if not args.reason.strip():
-        raise InvalidInput(f"reason: to {action} a memory, give a reason that is not blank")
-    return str(args.reason)
-
-
-def _pending(mind: Mind, relationship_id: str) -> bool:
-    """Whether ``relationship_id`` names a pending proposal of the mind."""
-    return any(p.id == relationship_id for p in mind.proposals())
-
-
-def _is_memory(mind: Mind, memory_id: str) -> bool:
-    try:
-        mind.get(memory_id)
-    except NotFound:
-        return False
-    return True
-
-
 def cmd_reject(args: argparse.Namespace) -> int:
-    """``noema memory reject ID``: reject a pending proposal, or else the memory ID.
+    """``noema memory reject ID``: reject a pending proposal (``reject``), or else the memory ID.
 
     When ID is a memory rather than a pending proposal, the memory is rejected
-    (it leaves normal recall), and then ``--reason`` is needed.
+    (``reject_memory``: it leaves normal recall), and then ``--reason`` is needed.
     """
+    target = checked_request(args, "reject").id
     with open_mind(args) as mind:
-        if _pending(mind, args.id) or not _is_memory(mind, args.id):
-            try:
-                edge = mind.reject(args.id)  # a decided proposal says so
-            except NotFound:
-                raise NotFound(
-                    f"no pending proposal or memory {args.id} in mind {mind.name!r}"
-                ) from None
-        else:
-            return _reject_memory(args, mind)
-    render.reply(args.json, serialize.relationship_json(edge), f"rejected {edge.id}")
-    return EXIT_OK
-
-
-def _reject_memory(args: argparse.Namespace, mind: Mind) -> int:
-    reason = _reason(args, "reject")
-    if reason is None:
-        raise UsageError(f"reject: rejecting memory {args.id} needs --reason")
-    memory = mind.reject_memory(args.id, reason=reason)
-    shape = serialize.memory_json(memory, at=mind.clock.now())
-    render.reply(args.json, shape, f"rejected memory {memory.id}: it leaves normal recall")
-    return EXIT_OK
+        pending = any(p.id == target for p in mind.proposals())
+        a_memory = not pending and bool(mind.get_many([target]))
+    if not a_memory:
+        return operate(args, "reject", lambda edge, now: [f"rejected {edge.id}"])
+    if args.field_reason is None:
+        raise UsageError(f"memory reject: rejecting memory {target} needs --reason")
+    return operate(
+        args,
+        "reject_memory",
+        lambda memory, now: [f"rejected memory {memory.id}: it leaves normal recall"],
+    )
 
 
 def cmd_events(args: argparse.Namespace) -> int:
     """``noema events``: the event log of a memory or of the mind, oldest first.
 
-    ``--limit N`` keeps the newest N, printed in the same order.
+    ``--limit N`` keeps the newest N (100 by default), printed in the same order.
     """
-    if args.limit is not None and args.limit < 1:
-        raise UsageError("events: --limit must be at least 1")
-    with open_mind(args) as mind:
-        events = mind.events(
-            memory_id=args.memory, kinds=args.kind, limit=args.limit, newest_first=True
-        )
-    events.reverse()
-    render.reply(
-        args.json, [serialize.event_json(e) for e in events], *map(render.event_line, events)
-    )
-    return EXIT_OK
+    return operate(args, "events", lambda events, now: map(render.event_line, events))

@@ -3,7 +3,7 @@
 Nothing here imports the vocabulary at import time: building the parser must stay
 cheap (``noema --help`` loads neither pydantic nor the mind), so an option's
 ``choices`` are :class:`Choices`, read from :mod:`concepts` the first time argparse
-looks at them, and :func:`world_path` imports its check when it runs.
+looks at them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ __all__ = [
     "database_url",
     "given",
     "path",
-    "world_path",
 ]
 
 
@@ -94,20 +93,6 @@ def database_url(text: str) -> str:
             "the database URL is empty (leave --db out for the configured store)"
         )
     return text
-
-
-def world_path(text: str) -> str:
-    """A world's path (``work/project-x``; ``/`` or ``""`` for the root), normalised.
-
-    Raises:
-        argparse.ArgumentTypeError: a name of the path is not a world name, or it is too deep.
-    """
-    from concepts import normalise_world_path
-
-    try:
-        return normalise_world_path(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def given(**fields: Any) -> dict[str, Any]:

@@ -16,10 +16,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from noema.cli._options import Choices, choices, database_url, path, world_path
+from noema.cli._options import Choices, choices, database_url, path
 from noema.errors import UsageError
 
-__all__ = ["Command", "Parser", "build_parser"]
+__all__ = ["Command", "Parser", "build_parser", "dest"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -126,13 +126,23 @@ class _Commands:
         return p
 
     def operation(
-        self, name: str, handler: str, help: str, *, operation: str, json: bool = True
+        self,
+        name: str,
+        handler: str,
+        help: str,
+        *,
+        operation: str | tuple[str, ...],
+        required: bool = True,
+        json: bool = True,
     ) -> argparse.ArgumentParser:
         """A sub-command whose options are the request's of ``operation`` (``noema.operations``).
 
-        They are added when the command runs (``noema.cli._derived``).
+        They are added when the command runs (``noema.cli._derived``). A command of
+        several operations takes each field once; ``required=False`` requires none
+        of them on the command line (another option, ``--file``, can give them).
         """
-        p = self._group.add_parser(name, help=help, fill=_request_options(operation))
+        names = (operation,) if isinstance(operation, str) else operation
+        p = self._group.add_parser(name, help=help, fill=_request_options(names, required))
         p.set_defaults(handler=Command(handler))
         if json:
             self._json.append((p, None))
@@ -158,15 +168,20 @@ class _Commands:
             p.add_argument("--json", action="store_true", help=text)
 
 
-def _request_options(operation: str) -> Callable[[Parser], None]:
-    """What adds the options of ``operation``'s request to a parser, importing it then."""
+def _request_options(operations: tuple[str, ...], required: bool) -> Callable[[Parser], None]:
+    """What adds the options of the operations' requests to a parser, importing them then."""
 
     def fill(parser: Parser) -> None:
         from noema.cli._derived import add_request_options
 
-        add_request_options(parser, operation)
+        add_request_options(parser, *operations, required=required)
 
     return fill
+
+
+def dest(field: str) -> str:
+    """Where a request field's value lands in the parsed command line (apart from ``--mind``)."""
+    return f"field_{field}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,29 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = _Commands(parser, "command", "COMMAND")  # listed by --help in this order
 
     # ------------------------------------------------ memories: noema.cli._memory
-    p = commands.add(
-        "remember", "_memory.cmd_remember", "remember something (or a JSONL file of things)"
+    p = commands.operation(
+        "remember",
+        "_memory.cmd_remember",
+        "remember something (or a JSONL file of things)",
+        operation="remember",
+        required=False,
     )
-    p.add_argument("text", nargs="?", help="what to remember")
     p.add_argument("--file", metavar="F.jsonl", type=path, help="one JSON object per line")
-    p.add_argument("--kind", choices=choices("MemoryKind"))
-    p.add_argument("--epistemic", choices=choices("Epistemic"))
-    p.add_argument("--channel", choices=choices("Channel"))
-    p.add_argument("--key", metavar="KEY", help="subject key; a new value supersedes the old")
-    p.add_argument("--importance", type=float, metavar="X")
-    p.add_argument("--confidence", type=float, metavar="X")
-    p.add_argument("--valid-from", metavar="ISO", help="when it became true")
-    p.add_argument(
-        "--at",
-        metavar="ISO",
-        help="when it happened or was said (valid time; default: now); "
-        "the mind records when it learned it itself",
-    )
-    p.add_argument("--tag", action="append", default=[], metavar="T")
-    p.add_argument(
-        "--world", type=world_path, metavar="PATH", help="the world it belongs to (made if missing)"
-    )
-    p.add_argument("--force", action="store_true", help="write even below the policy's confidence")
+    # Not a field of the request: it changes this command's write policy (``open_mind``).
     p.add_argument(
         "--redact-secrets",
         action="store_true",
@@ -232,16 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     memory = commands.group(
         "memory", "inspect and correct single memories", "memory_command", "ACTION"
     )
-    p = memory.add(
-        "show", "_memory.cmd_show", "a memory (by ID, or the fact a --key holds) in full"
-    )
-    p.add_argument("id", nargs="?")
-    p.add_argument(
-        "--key", metavar="KEY", help="the memory holding this key's fact now, instead of an ID"
-    )
-    p.add_argument("--as-of", metavar="ISO", help="with --key: the version valid then")
-    p.add_argument(
-        "--known-at", metavar="ISO", help="the memory as the mind knew it then (status, validity)"
+    memory.operation(
+        "show",
+        "_memory.cmd_show",
+        "a memory (by ID, or the fact a --key holds) in full",
+        operation=("get", "fact"),
     )
     memory.operations(
         "_memory.cmd_memory",
@@ -261,16 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
             "take a rejected or stale memory back into active knowledge",
         ),
     )
-    p = memory.add(
+    memory.operation(
         "reject",
         "_memory.cmd_reject",
-        "reject a pending proposal, or a memory (it leaves normal recall)",
-    )
-    p.add_argument("id", help="a pending proposal's relationship id, or a memory id")
-    p.add_argument(
-        "--reason",
-        help="why the memory is not knowledge (required for a memory; "
-        "a proposal's rejection records none)",
+        "reject a pending proposal, or a memory (it leaves normal recall; give --reason)",
+        operation=("reject", "reject_memory"),
     )
     memory.add_json_options()
 
@@ -289,11 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     world.add_json_options()
 
-    p = commands.add("events", "_memory.cmd_events", "the event log, oldest first")
-    p.add_argument("--memory", metavar="ID")
-    p.add_argument("--kind", action="append", default=[], choices=choices("EventKind"))
-    p.add_argument(
-        "--limit", type=int, metavar="N", help="only the newest N (still printed oldest first)"
+    p = commands.operation(
+        "events", "_memory.cmd_events", "the event log, oldest first", operation="events"
+    )
+    p.add_argument(  # the kinds Noema logs (a plugin's own kinds: over REST or MCP)
+        "--kind", dest=dest("kinds"), action="append", choices=choices("EventKind")
     )
 
     # ------------------------------------------------ the whole mind: noema.cli._maintenance
@@ -471,44 +462,32 @@ def _add_federation_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _unit(text: str) -> float:
-    """A number from 0 to 1 (a rating)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 1, not {text}")
-    return value
+def _tool(name: str) -> dict[str, Any]:
+    """``--tool NAME``: an action that called the tool."""
+    return {"tool": name}
+
+
+def _failed_tool(name: str) -> dict[str, Any]:
+    """``--failed-tool NAME``: an action whose call failed."""
+    return {"tool": name, "failed": True}
 
 
 def _add_episode_commands(commands: _Commands) -> None:
     """``noema episode record|list|show|recall|stats``."""
-    outcomes = Choices("concepts.episodes", "Outcome")
     episode = commands.group(
         "episode", "task episodes: what agents did and how it went", "episode_command", "ACTION"
     )
-    p = episode.add(
-        "record", "_episode.cmd_episode_record", "record one agent run (flags or --file JSON)"
+    p = episode.operation(
+        "record",
+        "_episode.cmd_episode_record",
+        "record one agent run (options or --file JSON)",
+        operation="record_episode",
+        required=False,
     )
     p.add_argument("--file", metavar="F.json", help="the episode as one JSON object (- for stdin)")
-    p.add_argument("--task", help="what the agent was asked to do")
-    p.add_argument("--outcome", choices=outcomes)
-    p.add_argument("--role", help="the agent's role")
-    p.add_argument("--agent", help="the agent's id")
-    p.add_argument("--approach", help="how it went about it")
-    p.add_argument("--tool", action="append", default=[], metavar="NAME", help="a tool it called")
-    p.add_argument(
-        "--failed-tool", action="append", default=[], metavar="NAME", help="a call that failed"
-    )
-    p.add_argument("--learning", action="append", default=[], metavar="TEXT")
-    p.add_argument("--artifact", action="append", default=[], metavar="TEXT")
-    p.add_argument("--rating", type=_unit, metavar="0..1", help="how well it went")
-    p.add_argument("--run", metavar="ID", help="the run's own id")
-    p.add_argument("--at", metavar="TIME", help="when it ran (ISO time; default now)")
-    p.add_argument("--world", type=world_path, metavar="PATH", help="the world it belongs to")
-    p.add_argument("--tag", action="append", default=[], metavar="TAG")
-    p.add_argument("--channel", choices=choices("Channel"), default="tool")
+    actions: dict[str, Any] = {"dest": dest("actions"), "action": "append", "metavar": "NAME"}
+    p.add_argument("--tool", type=_tool, help="a tool it called", **actions)
+    p.add_argument("--failed-tool", type=_failed_tool, help="a call that failed", **actions)
     episode.operations(
         "_episode.cmd_episode",
         ("list", "episodes", "the newest episodes"),

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["OPERATIONS"]
 
 
-def _record_episode(mind: Mind, request: q.EpisodeRequest) -> dict[str, Any]:
+def _record_episode(mind: Mind, request: q.EpisodeRequest) -> EpisodeRecord:
     fields = request.model_dump(exclude={"channel"}, exclude_none=True)
-    return serialize.episode_json(mind.record_episode(fields, channel=Channel(request.channel)))
+    return mind.record_episode(fields, channel=Channel(request.channel))
 
 
 def _episode_reply(mind: Mind, record: EpisodeRecord) -> dict[str, Any]:
@@ -59,6 +59,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "from 0 (worst) to 1 (best). `recall_episodes` then finds it by meaning and "
             "outcome, and `episode_stats` counts it."
         ),
+        reply=_episode_reply,
+        cli=Cli(("episode", "record"), request=q.OperatorEpisodeRequest),
     ),
     Operation(
         "episodes",

@@ -40,18 +40,17 @@ def given_filters(request: Any, *names: str) -> dict[str, Any]:
     return chosen
 
 
-def _remember(mind: Mind, request: q.RememberRequest) -> dict[str, Any]:
+def _remember(mind: Mind, request: q.RememberRequest) -> Memory:
     links = [
         Link(relation=k.relation, target=k.target, confidence=k.confidence) for k in request.links
     ]
     fields = request.model_dump(exclude={"links", "channel", "world"})
-    memory = mind.remember(
+    return mind.remember(
         **fields,
         channel=Channel(request.channel),
         links=links,
         world=ROOT_WORLD if request.world is None else request.world,
     )
-    return memory_json(mind, memory)
 
 
 def _timeline(mind: Mind, request: q.MemoriesRequest) -> dict[str, Any]:
@@ -76,10 +75,16 @@ def _get(mind: Mind, request: q.GetRequest) -> dict[str, Any]:
 
 
 def _fact(mind: Mind, request: q.FactRequest) -> dict[str, Any]:
-    known_at = utc(request.known_at, "known_at")
-    memory = mind.fact(request.key, as_of=utc(request.as_of, "as_of"), known_at=known_at)
+    as_of, known_at = utc(request.as_of, "as_of"), utc(request.known_at, "known_at")
+    memory = mind.fact(request.key, as_of=as_of, known_at=known_at)
     if memory is None:
-        raise NotFound(f"no memory holds key {request.key!r} in mind {mind.name!r}", field="key")
+        when = "".join(
+            f" {label} {at.isoformat()}"
+            for label, at in (("as of", as_of), ("as known at", known_at))
+            if at is not None
+        )
+        message = f"no memory holds key {request.key!r} in mind {mind.name!r}{when}"
+        raise NotFound(message, field="key")
     return memory_json(mind, memory, known_at)
 
 
@@ -145,6 +150,8 @@ OPERATIONS: tuple[Operation, ...] = (
             "of the world it belongs to (`work/project-x`; created when missing); the root "
             "by default. A remote client writes on the user, tool, source or low channel."
         ),
+        reply=_memory_reply,
+        cli=Cli(("remember",), positional=("content",), request=q.OperatorRememberRequest),
     ),
     Operation(
         "timeline",
@@ -168,6 +175,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "and validity at that time, and the edges recorded by then; an error when it "
             "was recorded later."
         ),
+        cli=Cli(("memory", "show"), positional=("id",)),
     ),
     Operation(
         "fact",
@@ -181,6 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "A new value for a key supersedes the old one. `as_of` picks the version valid "
             "then; `known_at` the one the mind held then. An error when no memory holds it."
         ),
+        cli=Cli(("memory", "show")),
     ),
     Operation(
         "memory_events",
@@ -242,6 +251,7 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=True,
         route=Route("POST", f"{_MEMORY}/reject", "memories"),
         reply=_memory_reply,
+        cli=Cli(("memory", "reject"), positional=("id",)),
     ),
     Operation(
         "reinstate_memory",
@@ -306,5 +316,6 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=True,
         route=Route("POST", "/proposals/{id}/reject", "relationships"),
         reply=_edge_reply,
+        cli=Cli(("memory", "reject"), positional=("id",)),
     ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from concepts import Event
 from noema import serialize
 from noema.clock import iso
 from noema.memory.knowledge.health import HealthReport
@@ -24,14 +25,20 @@ def _stats(mind: Mind, request: q.EmptyRequest) -> dict[str, Any]:
     return mind.stats()
 
 
-def _events(mind: Mind, request: q.EventsRequest) -> dict[str, Any]:
+def _events(mind: Mind, request: q.EventsRequest) -> list[Event]:
+    newest = request.after_seq is None
     found = mind.events(
         memory_id=request.memory_id,
         kinds=tuple(request.kinds),
         limit=request.limit,
         after_seq=request.after_seq,
+        newest_first=newest,
     )
-    return {"events": [serialize.event_json(e) for e in found]}
+    return found[::-1] if newest else found
+
+
+def _events_reply(mind: Mind, events: list[Event]) -> dict[str, Any]:
+    return {"events": [serialize.event_json(e) for e in events]}
 
 
 def _health(mind: Mind, request: q.HealthRequest) -> HealthReport:
@@ -68,12 +75,14 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "events",
-        "The mind's events in append order, after `after_seq`.",
+        "The mind's events in append order: the newest `limit`, or the first after `after_seq`.",
         q.EventsRequest,
         r.EventsOut,
         _events,
         writes=False,
         route=Route("GET", "/events", "mind"),
+        reply=_events_reply,
+        cli=Cli(("events",)),
     ),
     Operation(
         "health",

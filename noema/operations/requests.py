@@ -13,7 +13,7 @@ import pathlib
 import sys
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, create_model, model_validator
 
 from concepts import Channel, DecayClass, Epistemic, Lifecycle, MemoryKind, Relation, Status
 from concepts.episodes import (
@@ -82,7 +82,7 @@ class LinkRequest(Request):
 class RememberRequest(Request):
     """One thing to remember; identical active content is reinforced instead."""
 
-    content: Text
+    content: Text = Field(description="what to remember")
     kind: MemoryKind = MemoryKind.SEMANTIC
     epistemic: Epistemic = Epistemic.CLAIM
     channel: WriteChannel = "tool"
@@ -98,7 +98,7 @@ class RememberRequest(Request):
     )
     salience: Unit = 0.5
     decay: DecayClass = DecayClass.STABLE
-    valid_from: Time | None = None
+    valid_from: Time | None = Field(default=None, description="when it became true")
     links: Annotated[list[LinkRequest], Field(max_length=64)] = Field(default_factory=list)
     world: Path | None = Field(default=None, description="its world's path (created if missing)")
 
@@ -272,6 +272,35 @@ class EpisodeRequest(Request):
     channel: WriteChannel = "tool"
 
 
+#: What the operator's own CLI remembers: a remote client's request, on any channel
+#: (``user`` by default), and with ``at`` and ``force``, which no remote face takes:
+#: a remote client sets valid time by ``valid_from`` only (ADR 0034), and ``force``
+#: writes below the write policy the operator set.
+OperatorRememberRequest = create_model(
+    "OperatorRememberRequest",
+    __base__=RememberRequest,
+    channel=(Channel, Field(default=Channel.USER, description="where it came from")),
+    at=(
+        Time | None,
+        Field(
+            default=None,
+            description="when it happened or was said (valid time; default: now); "
+            "the mind records when it learned it itself",
+        ),
+    ),
+    force=(bool, Field(default=False, description="write even below the policy's confidence")),
+)
+
+#: What the operator's own CLI records: a remote client's episode, on any channel.
+OperatorEpisodeRequest = create_model(
+    "OperatorEpisodeRequest",
+    __base__=EpisodeRequest,
+    channel=(Channel, Field(default=Channel.TOOL, description="where it came from")),
+)
+
+
+#: The request the operator's own CLI takes, by operation, where it is wider than a
+#: remote client's (a subclass of it, which the operation runs as it is).
 class EpisodeRecallRequest(Request):
     """Episodes by meaning and outcome: what worked (or failed) for this kind of task."""
 
@@ -324,14 +353,18 @@ class MemoriesRequest(Request):
 
 
 class EventsRequest(Request):
-    """The mind's events in append order, after ``after_seq``."""
+    """The mind's events in append order: the newest, or the first after ``after_seq``."""
 
-    after_seq: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = None
-    limit: Annotated[int, Field(ge=1, le=10_000)] = 100
-    kinds: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
-        default_factory=list
+    after_seq: Annotated[int, Field(ge=0, le=MAX_INT64)] | None = Field(
+        default=None, description="only events appended after this position (an event's seq)"
     )
-    memory_id: Id | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=100, description="how many, oldest first: the newest, or the first after after_seq"
+    )
+    kinds: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = Field(
+        default_factory=list, description="only events of these kinds"
+    )
+    memory_id: Id | None = Field(default=None, description="only the events of this memory")
 
 
 RuleName = Annotated[str, Field(max_length=100, json_schema_extra={"enum": list(RULES)})]

@@ -91,10 +91,19 @@ class Route:
 
 @dataclass(frozen=True)
 class Cli:
-    """How the CLI shows an operation: its command words and its positional fields."""
+    """How the CLI shows an operation.
+
+    Attributes:
+        words: its command words (``("memory", "retract")``).
+        positional: the request's fields that are positional arguments, in order.
+        request: the operator's wider request, where the local CLI takes more than
+            a remote client (``remember`` at any time, on any channel); a subclass
+            of the operation's, which runs it as it is. ``None``: the operation's.
+    """
 
     words: tuple[str, ...]
     positional: tuple[str, ...] = ()
+    request: type[Request] | None = None
 
 
 @dataclass(frozen=True)
