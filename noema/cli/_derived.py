@@ -110,7 +110,8 @@ def _add_option(
     flag = option_name(f"no_{name}" if on else name, info.annotation)
     if flag in parser._option_string_actions:
         return  # the command's own option stands in for it
-    extra: dict[str, Any] = {"dest": dest(name), "help": info.description}
+    said = info.description
+    extra: dict[str, Any] = {"dest": dest(name), "help": f"do not {said}" if on and said else said}
     if required:
         extra["required"] = True
     if annotation is bool:

@@ -165,7 +165,7 @@ class _Commands:
     def add_json_options(self) -> None:
         """Give ``--json`` to the sub-commands that asked for it, as their last option."""
         for p, text in self._json:
-            p.add_argument("--json", action="store_true", help=text)
+            p.add_argument("--json", action="store_true", help=text or "print the answer as JSON")
 
 
 def _request_options(operations: tuple[str, ...], required: bool) -> Callable[[Parser], None]:

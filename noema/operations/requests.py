@@ -478,11 +478,13 @@ class ForgetRequest(Request):
         default=None,
         description="every memory holding this text in any field, and every event that says it",
     )
-    kinds: list[MemoryKind] = Field(default_factory=list)
-    epistemics: list[Epistemic] = Field(default_factory=list)
-    statuses: list[Status] = Field(default_factory=list, description="default: any")
-    channels: list[Channel] = Field(default_factory=list)
-    tags: Tags = Field(default_factory=list)
+    kinds: list[MemoryKind] = Field(default_factory=list, description="only these kinds")
+    epistemics: list[Epistemic] = Field(
+        default_factory=list, description="only these epistemic kinds"
+    )
+    statuses: list[Status] = Field(default_factory=list, description="only these (default: any)")
+    channels: list[Channel] = Field(default_factory=list, description="only from these channels")
+    tags: Tags = Field(default_factory=list, description="only memories with these tags")
     since: Time | None = Field(default=None, description="valid from this time or later")
     until: Time | None = Field(default=None, description="valid from this time or earlier")
     dry_run: bool = Field(default=False, description="show what would go; remove nothing")
