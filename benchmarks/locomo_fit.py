@@ -311,35 +311,33 @@ def render(pools: Pools, result: dict[str, Any], command: str) -> str:
             f"| {r['start@5']:.3f} | {r['start@10']:.3f} | {r['held_out@1']:.3f} "
             f"| {r['held_out@25']:.3f} | {r['held_out@50']:.3f} |"
         )
+    deep = next(r for r in rows if (r["ranking"], r["categories"]) == ("deep", "1-4"))
     tables += [
         "",
         f"Deep recall (the built-in lexical reranker over the best {DEEP_POOL}; its weight"
         f" fitted the same way: {result['deep']} on all ten, folds"
-        f" {result['deep_folds'].min()}-{result['deep_folds'].max()}):",
-        "",
-        "| categories | n | held-out R@5 | held-out R@10 | in-sample R@5 | in-sample R@10 "
-        "| held-out R@1 | R@25 | R@50 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f" {result['deep_folds'].min()}-{result['deep_folds'].max()}), categories 1-4:"
+        f" held-out R@5 / R@10 **{deep['held_out@5']:.3f}** / **{deep['held_out@10']:.3f}**,"
+        f" in-sample {deep['in_sample@5']:.3f} / {deep['in_sample@10']:.3f} (every category:"
+        " `--results`).",
     ]
-    for r in (r for r in rows if r["ranking"] == "deep"):
-        tables.append(
-            f"| {r['categories']} | {r['n']:,} | **{r['held_out@5']:.3f}** "
-            f"| **{r['held_out@10']:.3f}** | {r['in_sample@5']:.3f} | {r['in_sample@10']:.3f} "
-            f"| {r['held_out@1']:.3f} | {r['held_out@25']:.3f} | {r['held_out@50']:.3f} |"
-        )
     folds = result["folds"]
     tables += [
         "",
-        "Weights (start = the configuration before the fit; folds: min-max over the ten fits):",
+        "Weights (start: the configuration before the fit; folds: the least and the most of",
+        "the ten fits):",
         "",
-        "| signal | start | fitted on all | folds |",
-        "|---|---:|---:|---|",
-    ]
-    for i, name in enumerate(SIGNALS):
-        tables.append(
-            f"| {name} | {result['start'][i]:.3f} | {result['final'][i]:.3f} "
-            f"| {folds[:, i].min():.3f}-{folds[:, i].max():.3f} |"
+        "| | " + " | ".join(SIGNALS) + " |",
+        "|---|" + "---:|" * len(SIGNALS),
+        "| start | " + " | ".join(f"{w:.2f}" for w in result["start"]) + " |",
+        "| fitted on all | " + " | ".join(f"{w:.2f}" for w in result["final"]) + " |",
+        "| folds | "
+        + " | ".join(
+            f"{low:.2f}-{high:.2f}"
+            for low, high in zip(folds.min(axis=0), folds.max(axis=0), strict=True)
         )
+        + " |",
+    ]
     return section(
         (BEGIN, END),
         "LoCoMo: fusion weights fitted by leave-one-conversation-out",

@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import add_options, machine, publish, save
+from benchmarks.report import add_options, machine, paragraphs, publish, save
 from benchmarks.storage import PEOPLE, _percentile, synthetic_memories, synthetic_queries
 
 BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
@@ -90,6 +90,13 @@ LABELS = {
 DENSE_ONLY = ("langgraph-postgres", "mem0-faiss")
 #: The other peers, than whose p50 Noema's should be at least 2× faster.
 OTHERS = ("langgraph-memory", "chroma")
+#: Each peer's name in a sentence.
+SHORT = {
+    "langgraph-memory": "`InMemoryStore`",
+    "langgraph-postgres": "`PostgresStore`",
+    "mem0-faiss": "mem0 + faiss",
+    "chroma": "chroma",
+}
 #: What each system's timed search is.
 SEARCHES = {
     "noema-sqlite": "`recall(peek=True)`: text + vector + graph lanes, weighted fusion",
@@ -798,27 +805,23 @@ def _subsection(
 ) -> str:
     begin, end = f"<!-- peers-{size}:begin -->", f"<!-- peers-{size}:end -->"
     workload = [r["workload_rss_mb"] for r in results if "workload_rss_mb" in r] or [0.0]
-    return "\n".join(
-        [
-            begin,
-            f"### {size:,} memories",
-            "",
-            f"Command: `{command}`",
-            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}, {_versions()}; "
-            f"load average (1, 5, 15 min) {loads[0]} before, {loads[1]} after (the "
-            "benchmark's own processes included).",
-            "",
-            *table(results, budget),
-            "",
-            *_named_line(results),
-            *_rounds_line(results),
-            f"Of each peak RSS, about {min(workload):,.0f} MB is the workload itself (the "
-            "memories, queries and vectors, made in the process before the store opens).",
-            "",
-            _target(results),
-            end,
-        ]
-    )
+    lines = [
+        f"### {size:,} memories",
+        "",
+        f"Command: `{command}`; measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}, "
+        f"{_versions()}; load average (1, 5, 15 min) {loads[0]} before, {loads[1]} after "
+        "(the benchmark's own processes included).",
+        "",
+        *table(results, budget),
+        "",
+        *_named_line(results),
+        *_rounds_line(results),
+        f"Of each peak RSS, about {min(workload):,.0f} MB is the workload itself (the "
+        "memories, queries and vectors, made in the process before the store opens).",
+        "",
+        _target(results),
+    ]
+    return "\n".join([begin, *paragraphs(lines), end])
 
 
 def _target(results: list[dict[str, Any]]) -> str:
@@ -834,7 +837,7 @@ def _target(results: list[dict[str, Any]]) -> str:
         worst = max(ratio for _, ratio in near)
         parts.append(
             "Noema SQLite's p50 within 2× of the dense-only peers': "
-            + ", ".join(f"{LABELS[s]} {ratio:.2f}×" for s, ratio in near)
+            + ", ".join(f"{SHORT[s]} {ratio:.2f}×" for s, ratio in near)
             + (", **met**" if worst <= 2 else f", **missed** by {worst - 2:.2f}×")
         )
     if far:
@@ -842,9 +845,9 @@ def _target(results: list[dict[str, Any]]) -> str:
         parts.append(
             "at least 2× faster than the others: "
             + ", ".join(
-                f"{LABELS[s]} {ratio:.2f}× as long"
+                f"{SHORT[s]} takes {ratio:.2f}× as long"
                 if ratio >= 1
-                else f"{LABELS[s]} {1 / ratio:.2f}× faster than Noema"
+                else f"{SHORT[s]} answers {1 / ratio:.2f}× faster than Noema"
                 for s, ratio in far
             )
             + (", **met**" if slowest >= 2 else ", **missed**")
@@ -865,7 +868,6 @@ def _named_line(results: list[dict[str, Any]]) -> list[str]:
         "Query p50 over the questions that name a person (about 30%) / over the others: "
         + "; ".join(split)
         + ".",
-        "",
     ]
 
 
@@ -917,9 +919,9 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             "process's (`ru_maxrss`); the PostgreSQL server's memory is not in it. Each "
             f"system has {_span(args.budget)} from its first write.",
             "",
-            "What each system's query is:",
-            "",
-            *(f"- {LABELS[s]}: {SEARCHES[s]}" for s in SYSTEMS),
+            "What each system's query is: "
+            + "; ".join(f"{LABELS[s]}: {SEARCHES[s]}" for s in SYSTEMS)
+            + ".",
             "",
             "mem0's faiss store rewrites its whole index and a JSON of every payload to "
             "disk after each insert, so its write rate falls as it grows. "

@@ -61,14 +61,36 @@ def section(
 
     ``measures``: the lines saying what is measured; ``tables``: the tables (with
     any lines between them); ``targets``: each target with its verdict (a
-    benchmark without one says so); ``setting``: what else the figures depend on, after the
-    machine (a server's version, the load average).
+    benchmark without one says so); ``setting``: what else the figures depend on,
+    after the machine (a server's version, the load average). Prose may come
+    wrapped: the section has one line a paragraph (:func:`paragraphs`).
     """
     begin, end = markers
-    lines = [begin, f"## {title}", "", *measures, ""]
-    lines += [f"Command: `{command}`", f"Measured {today()} on {machine()}{setting}.", ""]
+    lines = [f"## {title}", "", *measures, ""]
+    lines += [f"Command: `{command}`; measured {today()} on {machine()}{setting}.", ""]
     lines += [*tables, "", *(list(targets) or ["Target: none set."])]
-    return "\n".join([*lines, end])
+    return "\n".join([begin, *paragraphs(lines), end])
+
+
+def paragraphs(lines: Iterable[str]) -> list[str]:
+    """``lines`` with each paragraph and each list item on one line.
+
+    A line joins the one before unless either is blank, a heading, a table row or
+    inside a code block, or it starts a list item or a block of its own.
+    """
+    joined: list[str] = []
+    fenced = False
+    for line in lines:
+        starts = line.startswith(("- ", "|", "#", "```", "<!--", "!["))
+        previous = joined[-1] if joined else ""
+        apart = previous.startswith(("|", "#", "```", "<!--", "!["))
+        if line.startswith("```"):
+            fenced = not fenced
+        if previous and line and not (starts or apart or fenced or line == "```"):
+            joined[-1] = f"{previous} {line.strip()}"
+        else:
+            joined.append(line)
+    return joined
 
 
 def verdict(value: float, target: float, *, most: bool, unit: str = "", digits: int = 0) -> str:

@@ -214,17 +214,6 @@ def render(results: list[dict[str, Any]], models: list[dict[str, Any] | None], c
         )
     tables += [
         "",
-        "Stages of one fast recall (p50 / p95, ms; `rank` is the whole ranking again, with",
-        "diversity, newer-beats-older and conflicts):",
-        "",
-        "| memories | " + " | ".join(STAGES) + " |",
-        "|---:|" + "---:|" * len(STAGES),
-    ]
-    for r in results:
-        cells = " | ".join(f"{p50:.2f} / {p95:.2f}" for p50, p95 in r["stages"].values())
-        tables.append(f"| {r['size']:,} | {cells} |")
-    tables += [
-        "",
         f"Packaged embedders ({MODEL_WRITES:,} memories in one `remember_many`, which commits"
         f" first and embeds in the background; {MODEL_INLINE} written one `remember` at a time):",
         "",
@@ -264,7 +253,8 @@ def render(results: list[dict[str, Any]], models: list[dict[str, Any] | None], c
             "embedder, written with inline embedding. Recall times exclude the query embedding",
             "(timed apart below, per embedder). `peek` is read-only; `recall` also reinforces",
             "the results and logs `memory_retrieved` events; `deep` is a peek with the deep",
-            "stage (the default lexical reranker over the best 100).",
+            "stage (the default lexical reranker over the best 100). Each stage of a fast",
+            "recall is timed too (`--results`).",
         ],
         command,
         tables,
