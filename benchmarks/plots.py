@@ -93,14 +93,14 @@ def recall_latency(records: Records) -> Figure | None:
         series.append(("SQLite, text only", [(record, r) for r in record["rows"]], "tab:blue"))
     if "semantic" in records:
         record = records["semantic"]
-        rows = [(record, r) for r in record["rows"] if "size" in r]
+        rows = [(record, r) for r in record["rows"] if "model" not in r]  # not the embedders
         series.append(("SQLite, text + vectors", rows, "tab:green"))
     postgres = _sized(records, "postgres")
     if postgres:
         series.append(("PostgreSQL, text + vectors", postgres, "tab:orange"))
     if not series:
         return None
-    figure, (axes,) = _figure(8, 5)
+    figure, (axes,) = _figure(9, 6)
     for label, pairs, colour in series:
         sizes = [row["size"] for _, row in pairs]
         dated = f"{label} ({_dates(record for record, _ in pairs)})"
@@ -137,12 +137,13 @@ def recall_latency(records: Records) -> Figure | None:
         color="tab:green",
     )
     axes.set_xscale("log")
+    axes.set_xticks([10_000, 100_000, 1_000_000], ["10,000", "100,000", "1,000,000"])
     axes.set_xlabel("memories in the store (log scale)")
     axes.set_ylabel("recall latency, peek, limit 10 (ms)")
     axes.set_ylim(bottom=0)
     axes.set_title("Recall latency by store size")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, 0.92))
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)
     _source(figure, [record for _, pairs, _ in series for record, _ in pairs])
     return figure
 
