@@ -62,11 +62,16 @@ def section(
     ``measures``: the lines saying what is measured; ``tables``: the tables (with
     any lines between them); ``targets``: each target with its verdict (a
     benchmark without one says so); ``setting``: what else the figures depend on,
-    after the machine (a server's version, the load average). Prose may come
+    after the machine (a server's version; the load average, else the one at the
+    end of the run). Prose may come
     wrapped: the section has one line a paragraph (:func:`paragraphs`).
     """
     begin, end = markers
     lines = [f"## {title}", "", *measures, ""]
+    if "load average" not in setting:  # what else ran on the machine shows in the figures
+        setting += "; load average (1, 5, 15 min) {:.2f}, {:.2f}, {:.2f} at the end".format(
+            *os.getloadavg()
+        )
     lines += [f"Command: `{command}`; measured {today()} on {machine()}{setting}.", ""]
     lines += [*tables, "", *(list(targets) or ["Target: none set."])]
     return "\n".join([begin, *paragraphs(lines), end])
