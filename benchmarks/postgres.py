@@ -33,6 +33,8 @@ from benchmarks.storage import _percentile, child_result, synthetic_memories, sy
 INLINE_MAX = 1_000_000
 BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
 TARGET_INGEST, TARGET_P95_MS, TARGET_GROWTH = 10_000, 30.0, 3.0
+#: The store size the latency target is set for.
+TARGET_SIZE = 1_000_000
 INDEX_MEMORY_MB = 4_096
 
 
@@ -145,14 +147,19 @@ def render(results: list[dict[str, Any]], version: str, command: str) -> str:
     # Every pass counts: the first (cold caches), peek (reads) and recall (also writes).
     passes = {"peek": "peek", "recall": "recall, which reinforces", "first": "first pass"}
     worst = max(largest[f"{key}_p95_ms"] for key in passes)
+    latency = f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {TARGET_SIZE:,}: "
+    if largest["size"] == TARGET_SIZE:
+        latency += ", ".join(
+            f"{largest[f'{key}_p95_ms']:.2f} ms ({label})" for key, label in passes.items()
+        )
+        latency += ", " + verdict(worst, TARGET_P95_MS, most=True, unit=" ms", digits=2)
+    else:
+        latency += f"not judged here (the largest size measured is {largest['size']:,})"
     targets = [
         "Targets:",
         f"- ingest at least {TARGET_INGEST:,}/s: slowest {ingest:,.0f}/s, "
         + verdict(ingest, TARGET_INGEST, most=False, unit="/s"),
-        f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {largest['size']:,}: "
-        + ", ".join(f"{largest[f'{key}_p95_ms']:.2f} ms ({label})" for key, label in passes.items())
-        + ", "
-        + verdict(worst, TARGET_P95_MS, most=True, unit=" ms", digits=2),
+        latency,
     ]
     if len(results) > 1:
         growth = largest["peek_p95_ms"] / smallest["peek_p95_ms"]
