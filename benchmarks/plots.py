@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,6 +39,8 @@ Records = dict[str, dict[str, Any]]
 LOCOMO_TARGETS = {5: 0.72, 10: 0.82}
 #: The order LoCoMo's modes are drawn in, after the held-out fit.
 LOCOMO_MODES = ("weighted", "deep", "text", "rrf", "vector")
+#: The p50 and p95 markers of a colour's first series, then of its next ones.
+MARKERS = (("o", "s"), ("^", "v"))
 #: The latency ticks of a log axis, in ms.
 LOG_TICKS = (1, 2, 5, 10, 20, 50, 100, 200, 500)
 BACKENDS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
@@ -95,28 +98,34 @@ def recall_latency(records: Records) -> Figure | None:
         record = records["semantic"]
         rows = [(record, r) for r in record["rows"] if "model" not in r]  # not the embedders
         series.append(("SQLite, text + vectors", rows, "tab:green"))
-    postgres = _sized(records, "postgres")
-    if postgres:
-        series.append(("PostgreSQL, text + vectors", postgres, "tab:orange"))
+    runs: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for record, row in _sized(records, "postgres"):  # one line a run: sizes run apart stay apart
+        runs.setdefault((record["date"], row.get("server", "")), []).append((record, row))
+    for (_, server), pairs in runs.items():
+        buffers = re.search(r"shared_buffers (\w+)", server)
+        setting = f" (shared_buffers {buffers[1]})" if buffers else ""
+        series.append((f"PostgreSQL, text + vectors{setting}", pairs, "tab:orange"))
     if not series:
         return None
     figure, (axes,) = _figure(9, 6)
+    drawn: dict[str, int] = {}
     for label, pairs, colour in series:
         sizes = [row["size"] for _, row in pairs]
+        shapes = MARKERS[drawn.get(colour, 0) % len(MARKERS)]
+        drawn[colour] = drawn.get(colour, 0) + 1
         dated = f"{label} ({_dates(record for record, _ in pairs)})"
         axes.plot(
             sizes,
             [row["peek_p50_ms"] for _, row in pairs],
-            "o-",
+            f"{shapes[0]}-",
             color=colour,
-            label=f"{dated}, p50",
+            label=dated,
         )
         axes.plot(
             sizes,
             [row["peek_p95_ms"] for _, row in pairs],
-            "s--",
+            f"{shapes[1]}--",
             color=colour,
-            label=f"{label}, p95",
         )
     axes.axhline(30, color="tab:orange", linestyle=":", linewidth=1)
     axes.annotate(
@@ -141,9 +150,9 @@ def recall_latency(records: Records) -> Figure | None:
     axes.set_xlabel("memories in the store (log scale)")
     axes.set_ylabel("recall latency, peek, limit 10 (ms)")
     axes.set_ylim(bottom=0)
-    axes.set_title("Recall latency by store size")
+    axes.set_title("Recall latency by store size (solid: p50, dashed: p95)")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3)
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2)
     _source(figure, [record for _, pairs, _ in series for record, _ in pairs])
     return figure
 
