@@ -6,10 +6,11 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-dev
 EMBED   = $(VENV)/.installed-embeddings
 DOCS    = $(VENV)/.installed-docs
+BENCH   = $(VENV)/.installed-bench
 # The CPU build of torch (a CUDA build is several GB); pip takes it from this machine's disk.
 TORCH  ?= torch==2.13.0
 
-.PHONY: run test test-embeddings embeddings lint typecheck docs docs-serve bench bench-locomo clean
+.PHONY: run test test-embeddings embeddings lint typecheck docs docs-serve bench bench-locomo plots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,15 +63,26 @@ docs: $(DOCS)
 docs-serve: $(DOCS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
+# A benchmark rewrites its section of docs/benchmarks.md and its figures in benchmarks/results.
+REPORT = --output docs/benchmarks.md --results benchmarks/results
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
+	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 $(REPORT)
 
 # LoCoMo retrieval with the default install (e5): every mode, then the fusion weights
 # fitted by leave-one-conversation-out (the store is kept in LOCOMO_STORE for refits).
 LOCOMO_STORE ?= /tmp/noema-locomo-e5
 bench-locomo: $(STAMP)
-	$(BIN)/python -m benchmarks.locomo --mode text vector weighted deep rrf --output docs/benchmarks.md
-	$(BIN)/python -m benchmarks.locomo_fit --store $(LOCOMO_STORE) --output docs/benchmarks.md
+	$(BIN)/python -m benchmarks.locomo --mode text vector weighted deep rrf $(REPORT)
+	$(BIN)/python -m benchmarks.locomo_fit --store $(LOCOMO_STORE) $(REPORT)
+
+# The optional `bench` extra (matplotlib), for the report's plots.
+$(BENCH): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH)
+
+# The report's plots (docs/benchmarks/*.png), drawn from benchmarks/results; nothing is run.
+plots: $(BENCH)
+	$(BIN)/python -m benchmarks.plots
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

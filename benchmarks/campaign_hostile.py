@@ -1,7 +1,8 @@
 """Hostile-input campaign: 10,000 generated inputs against the CLI, the Python API and MCP.
 
     python -m benchmarks.campaign_hostile --count 10000 --seed 14 --timeout 10 \
-        --server postgresql://postgres@127.0.0.1:5432/postgres --output docs/benchmarks.md
+        --server postgresql://postgres@127.0.0.1:5432/postgres --output docs/benchmarks.md \
+        --results benchmarks/results
 
 The inputs come from the hostile-input suites' own generators, imported from
 ``tests/test_hostile.py`` and ``tests/test_mcp.py``: their hypothesis strategies
@@ -65,7 +66,7 @@ from hypothesis import (
     strategies as st,
 )
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 from concepts import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, Channel, MemoryKind
 from concepts.models import MAX_KEY_CHARS, MAX_TAG_CHARS
 from noema import Mind, NoemaError, RuntimeFailure
@@ -1960,36 +1961,44 @@ def render(results: Results, command: str) -> str:
         + " | ".join(f"**{total.problems[p]}**" for p in PROBLEMS)
         + f" | **{total.seconds:.0f}** |"
     )
-    lines = [
-        BEGIN,
-        "## Hostile-input campaign",
-        "",
-        f"`{command}` on {machine()}.",
-        "",
+    tables = [
         "| surface | cases | tracebacks | hangs | partial writes | other failures | seconds |",
         "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
-    ]
-    lines.append(
         "Refused (the rest answered): "
         + ", ".join(f"{t.surface} {t.refused:,}" for t in results.tallies.values())
-        + "."
-    )
-    lines.append("")
+        + ".",
+    ]
     if results.failures:
-        lines.append(f"Failing cases (first 20 of {len(results.failures)}):")
-        lines.append("")
+        tables += ["", f"Failing cases (first 20 of {len(results.failures)}):", ""]
         for n, failure in enumerate(results.failures[:20], start=1):
-            lines.append(
+            tables.append(
                 f"{n}. **{failure.problem}**, {failure.surface}, {failure.group}: "
                 f"`{failure.given[:400]}` — {failure.detail}"
             )
-        lines.append("")
+    if results.notes:
+        tables.append("")
     for note, times in results.notes.items():
-        lines.append(f"Note: {note} ({times} time(s)).")
-    lines.append(END)
-    return "\n".join(lines)
+        tables.append(f"Note: {note} ({times} time(s)).")
+    failed = sum(total.problems.values())
+    return section(
+        (BEGIN, END),
+        "Hostile-input campaign",
+        [
+            "Generated hostile inputs (the hostile-input suites' own generators, seeded) against",
+            "the CLI in-process and through its console script, the Python API and MCP over",
+            "stdio, on SQLite and PostgreSQL. Every case must end within its timeout in an",
+            "answer or a one-line Noema error; a refused call must write nothing, and `verify`",
+            "must pass for every mind at the end.",
+        ],
+        command,
+        tables,
+        [
+            "Target: no traceback, hang, partial write or other failure: "
+            + (f"{failed} failures, **missed**." if failed else "0, **met**.")
+        ],
+    )
 
 
 def environment(work: Path) -> dict[str, str]:
@@ -2012,7 +2021,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a PostgreSQL server (a scratch database is made there); 'none' for SQLite only",
     )
     parser.add_argument("--failures", type=Path, help="write every failure to this JSON file")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     cli_count, console_count, api_count, _ = (round(args.count * s) for s in SHARES)
     mcp_count = args.count - cli_count - console_count - api_count
@@ -2043,15 +2052,21 @@ def main(argv: list[str] | None = None) -> int:
             if scratch is not None:
                 scratch.drop()
     command = f"python -m benchmarks.campaign_hostile --count {args.count} --seed {args.seed}"
-    section = render(results, command)
-    print(section)
+    text = render(results, command)
+    print(text)
     if args.failures:
         args.failures.write_text(
             json.dumps([f.__dict__ for f in results.failures], indent=2, ensure_ascii=True),
             encoding="utf-8",
         )
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    rows = [
+        {"surface": t.surface, "cases": t.cases, "refused": t.refused, "seconds": t.seconds}
+        | {problem: t.problems[problem] for problem in PROBLEMS}
+        for t in results.tallies.values()
+    ]
+    save(args.results, "campaign-hostile", command, rows)
     return 0 if results.ok else 1
 
 

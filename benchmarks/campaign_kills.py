@@ -1,7 +1,8 @@
 """Kill campaign: SIGKILL a writer at random points, over and over, on each backend.
 
     python -m benchmarks.campaign_kills --sqlite-kills 50 --postgres-kills 20 \
-        --server postgresql://postgres@127.0.0.1:5432/postgres --output docs/benchmarks.md
+        --server postgresql://postgres@127.0.0.1:5432/postgres --output docs/benchmarks.md \
+        --results benchmarks/results
 
 A child process writes batches of memories into one mind (one transaction per
 batch, vectors embedded after the commit by the hash embedder, then a recall:
@@ -37,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 if TYPE_CHECKING:
     from noema import Mind
@@ -327,29 +328,30 @@ def render(results: list[Campaign], command: str) -> str:
         for r in results
     ]
     problems = [f"- {r.backend}: {p}" for r in results for p in r.problems]
-    return "\n".join(
+    return section(
+        (BEGIN, END),
+        "Kill campaigns",
         [
-            BEGIN,
-            "## Kill campaigns",
-            "",
-            f"Measured on {machine()}.",
-            f"Command: `{command}`",
-            "",
             f"A writer process writes batches of {BATCH} memories (one transaction each, "
             "vectors embedded after the commit, then a recall, reinforcing or a peek) and is "
             "killed with SIGKILL at a random point: in start-up, inside a batch, in its "
             "embedding or its recall. After every kill the store is opened and checked: every "
             "reported batch whole, no batch in part, `verify` passes; on PostgreSQL the killed "
-            "writer's connections are gone and no "
-            "advisory lock is left. Batches committed: reported by the writers.",
-            "",
+            "writer's connections are gone and no advisory lock is left. Batches committed: "
+            "reported by the writers.",
+        ],
+        command,
+        [
             "| backend | kills | batches committed | memories | memories lost | "
             "partial batches | verify failures | slowest reopen | seconds |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             *(["", "Problems:", *problems] if problems else []),
-            END,
-        ]
+        ],
+        [
+            "Target: after every kill, nothing reported lost, no batch in part, `verify` "
+            "passing: " + ("**met**." if all(r.ok for r in results) else "**missed**.")
+        ],
     )
 
 
@@ -363,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a PostgreSQL server with pgvector (a database noema_kills is made there)",
     )
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="noema-kills-") as tmp:
@@ -387,10 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         f"python -m benchmarks.campaign_kills --sqlite-kills {args.sqlite_kills} "
         f"--postgres-kills {args.postgres_kills} --server {args.server}"
     )
-    section = render(results, command)
-    print(section)
+    text = render(results, command)
+    print(text)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "campaign-kills", command, [r.summary() for r in results])
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -1,7 +1,7 @@
 """Stateful campaign: the invariant machine of ``tests/test_stateful.py``, at scale.
 
     python -m benchmarks.campaign_stateful --sequences 10000 --steps 15 \
-        --backend sqlite --backend postgres --output docs/benchmarks.md
+        --backend sqlite --backend postgres --output docs/benchmarks.md --results benchmarks/results
 
 Runs the same ``hypothesis.stateful`` machine as CI (two minds in one store
 per sequence: remember, remember_many, keyed and explicit supersession,
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- campaign-stateful:begin -->", "<!-- campaign-stateful:end -->"
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -195,35 +195,14 @@ def campaign(
 
 def render(results: list[Result], steps: int, command: str) -> str:
     shrunk = [r for r in results if r.shrinking]
-    rows = [
-        f"| {r.backend} | {r.sequences:,} | {r.steps:,} | {len(r.violations)} | "
-        f"{r.seconds:,.0f} s |"
-        for r in results
-    ]
-    lines = [
-        BEGIN,
-        "## Stateful campaign: random operation sequences against the invariants",
-        "",
-        f"Measured on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "The `hypothesis.stateful` machine of `tests/test_stateful.py` (CI runs a small",
-        f"derandomized slice of it), randomly seeded: sequences of up to {steps} steps over two",
-        "minds in a fresh store (remember, remember_many, keyed and explicit supersession,",
-        "retract, relate with every relation, same_as proposals approved and rejected, feedback,",
-        "recall peek and reinforcing, forget by id, key and text, export-then-import, decay with",
-        "the manual clock advanced), checking the invariants of docs/architecture.md against a",
-        "model after every step. A violation is a sequence that broke one; seconds include",
-        "shrinking the first of each kind to its minimal sequence"
-        + (
-            f" ({', '.join(f'{r.shrinking:,.0f} s on {r.backend}' for r in shrunk)})."
-            if shrunk
-            else "."
-        ),
-        "",
+    tables = [
         "| backend | sequences | steps | violations | seconds |",
         "|---|---:|---:|---:|---:|",
-        *rows,
+        *(
+            f"| {r.backend} | {r.sequences:,} | {r.steps:,} | {len(r.violations)} | "
+            f"{r.seconds:,.0f} s |"
+            for r in results
+        ),
     ]
     shown: set[str] = set()
     for r in results:
@@ -233,7 +212,7 @@ def render(results: list[Result], steps: int, command: str) -> str:
                 continue
             shown.add(kind)
             times = sum(signature(w.error) == kind for x in results for w in x.violations)
-            lines += [
+            tables += [
                 "",
                 f"Violation ({times}x; first on {r.backend}, seed {v.seed}): `{v.error}`. "
                 "Minimal sequence:",
@@ -242,8 +221,33 @@ def render(results: list[Result], steps: int, command: str) -> str:
                 v.example or "(hypothesis gave none)",
                 "```",
             ]
-    lines.append(END)
-    return "\n".join(lines)
+    violations = sum(len(r.violations) for r in results)
+    return section(
+        (BEGIN, END),
+        "Stateful campaign: random operation sequences against the invariants",
+        [
+            "The `hypothesis.stateful` machine of `tests/test_stateful.py` (CI runs a small",
+            "derandomized slice of it), randomly seeded: sequences of up to",
+            f"{steps} steps over two minds in a fresh store (remember, remember_many, keyed and",
+            "explicit supersession, retract, relate with every relation, same_as proposals",
+            "approved and rejected, feedback, recall peek and reinforcing, forget by id, key and",
+            "text, export-then-import, decay with the manual clock advanced), checking the",
+            "[invariants](architecture.md#invariants) against a model after every step. A",
+            "violation is a sequence that broke one; seconds include shrinking the first of",
+            "each kind to its minimal sequence"
+            + (
+                f" ({', '.join(f'{r.shrinking:,.0f} s on {r.backend}' for r in shrunk)})."
+                if shrunk
+                else "."
+            ),
+        ],
+        command,
+        tables,
+        [
+            "Target: no violation: "
+            + (f"{violations}, **missed**." if violations else "0, **met**.")
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--server", default=os.environ.get("NOEMA_TEST_POSTGRES_URL", DEFAULT_SERVER)
     )
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--json", type=Path, help="write the figures as JSON here too")
     args = parser.parse_args(argv)
     backends = args.backend or ["sqlite", "postgres"]
@@ -295,14 +299,15 @@ def main(argv: list[str] | None = None) -> int:
         + " ".join(f"--backend {b}" for b in backends)
         + f" --sequences {args.sequences} --steps {args.steps} --round {args.round}"
     )
-    section = render(results, args.steps, command)
-    print(section)
+    text = render(results, args.steps, command)
+    print(text)
     summary = {r.backend: {**r.row(), "events": dict(r.events)} for r in results}
     print(json.dumps({r.backend: r.row() for r in results}, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "campaign-stateful", command, [r.row() for r in results])
     return 1 if any(r.violations for r in results) else 0
 
 

@@ -1,6 +1,6 @@
-"""Cold start: the wall time of one `noema` process, `--help` and `recall` (issue 19).
+"""Cold start: the wall time of one `noema` process, `--help` and `recall`.
 
-    python -m benchmarks.coldstart --output docs/benchmarks.md
+    python -m benchmarks.coldstart --output docs/benchmarks.md --results benchmarks/results
 
 A store of ``--memories`` notes is written once with the default embedder (its
 vectors stored). Then each command runs ``--runs`` times as a fresh process
@@ -9,7 +9,7 @@ the query, recall, printing); the median and the spread are reported, with the
 machine's load average before the benchmark (other work on the machine slows them).
 The same can be checked by hand with ``/usr/bin/time -v noema recall ...``.
 
-Targets (issue 19): ``noema --help`` within ``HELP_TARGET_S`` and a cold
+Targets: ``noema --help`` within ``HELP_TARGET_S`` and a cold
 ``noema recall`` with the default embedder within ``RECALL_TARGET_S``.
 """
 
@@ -25,12 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.storage import machine, synthetic_memories, write_section
+from benchmarks.report import add_options, save, section, verdict, write_section
+from benchmarks.storage import synthetic_memories
 
 BEGIN, END = "<!-- coldstart:begin -->", "<!-- coldstart:end -->"
-#: Issue 19: the longest a `noema --help` process may take, in seconds of wall time.
+#: The longest a `noema --help` process may take, in seconds of wall time.
 HELP_TARGET_S = 0.3
-#: Issue 19: the longest a cold `noema recall` with the default embedder may take.
+#: The longest a cold `noema recall` with the default embedder may take.
 RECALL_TARGET_S = 1.0
 
 
@@ -96,46 +97,42 @@ def run(memories: int, runs: int) -> tuple[list[tuple[str, list[float]]], float]
 
 
 def render(rows: list[tuple[str, list[float]]], command: str, memories: int, load: float) -> str:
-    lines = [
-        BEGIN,
-        "## Cold start: one `noema` process",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        f"A SQLite store of {memories:,} memories with e5 vectors; each command is a fresh",
-        "process, timed whole (median of the runs, after one warm-up run).",
-        f"Load average (1 minute) before the benchmark: {load:.2f} on {os.cpu_count()} cores.",
-        "",
-        "| command | median | min | max |",
-        "|---|---:|---:|---:|",
-    ]
-    for label, times in rows:
-        lines.append(
-            f"| {label} | {statistics.median(times):.2f} s | {min(times):.2f} s "
-            f"| {max(times):.2f} s |"
-        )
     help_s, recall_s = statistics.median(rows[0][1]), statistics.median(rows[1][1])
-    lines += [
-        "",
-        f"Targets (issue 19): `noema --help` at most {HELP_TARGET_S} s: {help_s:.2f} s,"
-        f" **{_verdict(help_s, HELP_TARGET_S)}**; a cold `noema recall` with the default"
-        f" embedder at most {RECALL_TARGET_S} s: {recall_s:.2f} s,"
-        f" **{_verdict(recall_s, RECALL_TARGET_S)}**.",
-        END,
-    ]
-    return "\n".join(lines)
-
-
-def _verdict(seconds: float, target: float) -> str:
-    return "met" if seconds <= target else "missed"
+    return section(
+        (BEGIN, END),
+        "Cold start: one `noema` process",
+        [
+            f"A SQLite store of {memories:,} memories with e5 vectors; each command is a fresh",
+            "process, timed whole (median of the runs, after one warm-up run): interpreter",
+            "start, imports, opening the store, loading the embedder, the recall, the output.",
+        ],
+        command,
+        [
+            "| command | median | min | max |",
+            "|---|---:|---:|---:|",
+            *(
+                f"| {label} | {statistics.median(times):.2f} s | {min(times):.2f} s "
+                f"| {max(times):.2f} s |"
+                for label, times in rows
+            ),
+        ],
+        [
+            "Targets:",
+            f"- `noema --help` at most {HELP_TARGET_S} s: {help_s:.2f} s, "
+            + verdict(help_s, HELP_TARGET_S, most=True, unit=" s", digits=2),
+            f"- a cold `noema recall` with the default embedder at most {RECALL_TARGET_S} s: "
+            f"{recall_s:.2f} s, "
+            + verdict(recall_s, RECALL_TARGET_S, most=True, unit=" s", digits=2),
+        ],
+        setting=f"; load average (1 minute) {load:.2f} before",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     if args.memories < 1 or args.runs < 1:
         print("coldstart: --memories and --runs must be at least 1", file=sys.stderr)
@@ -143,10 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     rows, load = run(args.memories, args.runs)
     parts = ["python", "-m", "benchmarks.coldstart", "--memories", str(args.memories)]
     command = shlex.join([*parts, "--runs", str(args.runs)])
-    section = render(rows, command, args.memories, load)
+    text = render(rows, command, args.memories, load)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
-    print(section)
+        write_section(args.output, text, BEGIN, END)
+    print(text)
+    figures = [
+        {
+            "command": label,
+            "median_s": statistics.median(times),
+            "min_s": min(times),
+            "max_s": max(times),
+            "runs_s": times,
+        }
+        for label, times in rows
+    ]
+    save(args.results, "coldstart", command, figures)
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.concurrency --url sqlite:///tmp/c.db \
         --url postgresql://postgres@127.0.0.1/noema_concurrency --writers 4 --memories 10000 \
-        --readers 2 --output docs/benchmarks.md
+        --readers 2 --output docs/benchmarks.md --results benchmarks/results
 
 Each writer is its own process with its own ``Mind.open`` on the same store, writing
 distinct memories in batches (entity references with each batch; vectors from the
@@ -26,10 +26,9 @@ import multiprocessing
 import queue
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- concurrency:begin -->", "<!-- concurrency:end -->"
 
@@ -211,14 +210,11 @@ def render(results: list[tuple[str, dict[str, Any]]], command: str) -> str:
         f"{r['read_errors']} |"
         for url, r in results
     ]
-    return "\n".join(
+    ok = all(r["ok"] for _, r in results)
+    return section(
+        (BEGIN, END),
+        "Concurrent writers and readers",
         [
-            BEGIN,
-            "## Concurrent writers and readers",
-            "",
-            f"Measured on {machine()}.",
-            f"Command: `{command}`",
-            "",
             f"{first['writers']} processes, each writing {first['per_writer']:,} distinct "
             f"memories in batches of {first['batch']} into one mind (entity references and "
             "hash-embedder vectors included, the vectors embedded after each bulk write "
@@ -230,13 +226,18 @@ def render(results: list[tuple[str, dict[str, Any]]], command: str) -> str:
                 if first["readers"]
                 else ""
             ),
-            "",
+        ],
+        command,
+        [
             "| backend | memories | lost | duplicated | vectors | verify | wall | memories/s | "
             "reads | read errors |",
             "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
             *rows,
-            END,
-        ]
+        ],
+        [
+            "Target: no memory lost or duplicated, every vector written, `verify` passing and "
+            "no read error, on every backend: " + ("**met**." if ok else "**missed**.")
+        ],
     )
 
 
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000, help="per writer")
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--readers", type=int, default=2, help="reader processes")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     from noema import Mind
 
@@ -270,10 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         f"python -m benchmarks.concurrency {urls} --writers {args.writers} "
         f"--memories {args.memories} --batch {args.batch} --readers {args.readers}"
     )
-    section = render(results, command)
-    print(section)
+    text = render(results, command)
+    print(text)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "concurrency", command, [{"url": url, **r} for url, r in results])
     return 0 if all(r["ok"] for _, r in results) else 1
 
 

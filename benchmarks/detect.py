@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.locomo import DEFAULT_DATA, load
-from benchmarks.storage import machine
+from benchmarks.report import machine
 
 REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "data" / "detect_pairs.jsonl"

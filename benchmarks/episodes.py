@@ -1,6 +1,7 @@
 """Task episodes at scale (ADR 0022): writes, episode recall, statistics, procedures.
 
-    python -m benchmarks.episodes --sizes 1000 10000 [--queries 200] [--output docs/benchmarks.md]
+    python -m benchmarks.episodes --sizes 1000 10000 [--queries 200] \
+        [--output docs/benchmarks.md] [--results benchmarks/results]
 
 For each size, a fresh SQLite mind (hash embedder, 384 dimensions: the vector
 lane runs) gets that many deterministic episodes (40 task topics, 60
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 from noema import Mind
 
 BEGIN, END = "<!-- episodes:begin -->", "<!-- episodes:end -->"
@@ -128,23 +129,23 @@ def render(results: list[dict[str, Any]], command: str) -> str:
         f"{r['p95']:.1f} | {r['stats_ms']:.0f} | {r['procedures']} in {r['distil_s']:.1f} s |"
         for r in results
     ]
-    return "\n".join(
+    return section(
+        (BEGIN, END),
+        "Task episodes (ADR 0022)",
         [
-            BEGIN,
-            "## Task episodes (ADR 0022)",
-            "",
-            f"Machine: {machine()}. Command: `{command}`. SQLite, hash embedder (384-d);",
-            "medians of one run. Bulk: `record_episodes` in batches of 1,000, embedding",
-            "included; single: one `record_episode`; recall: `recall_episodes`, top 10,",
-            "a role filter on every other query; stats: `episode_stats` over every",
-            "episode; distil: one `consolidate`, which writes the procedures.",
-            "",
+            "SQLite, hash embedder (384-d); medians of one run. Bulk: `record_episodes` in",
+            "batches of 1,000, embedding included; single: one `record_episode`; recall:",
+            "`recall_episodes`, top 10, a role filter on every other query; stats:",
+            "`episode_stats` over every episode; distil: one `consolidate`, which writes the",
+            "procedures.",
+        ],
+        command,
+        [
             "| episodes | bulk writes/s | single write ms | recall p50 ms | recall p95 ms "
             "| stats ms | procedures written |",
             "|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
-            END,
-        ]
+        ],
     )
 
 
@@ -152,17 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     results = []
     for size in args.sizes:
         results.append(run(size, args.queries))
         print(results[-1], flush=True)
     sizes = " ".join(str(s) for s in args.sizes)
-    section = render(results, f"python -m benchmarks.episodes --sizes {sizes}")
-    print(section)
+    command = f"python -m benchmarks.episodes --sizes {sizes} --queries {args.queries}"
+    text = render(results, command)
+    print(text)
     if args.output is not None:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "episodes", command, results)
     return 0
 
 

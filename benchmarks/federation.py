@@ -1,6 +1,7 @@
 """Federation overhead: recall latency with 0, 1 and 3 peers (ADR 0019).
 
-    python -m benchmarks.federation --sizes 10000 [--queries 200] [--output docs/benchmarks.md]
+    python -m benchmarks.federation --sizes 10000 [--queries 200] [--output docs/benchmarks.md] \
+        [--results benchmarks/results]
 
 For each size, a subscriber mind and three peer minds are each filled with that
 many deterministic memories (short facts with names and numbers, each mind its
@@ -22,10 +23,9 @@ import random
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 from benchmarks.knowledge_health import CITIES, NAMES, SUBJECTS, sentence
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 from noema import Mind
 
 BEGIN, END = "<!-- federation:begin -->", "<!-- federation:end -->"
@@ -110,29 +110,27 @@ def measure(size: int, count: int, layout: str, embedder: str) -> list[dict[str,
 
 
 def render(rows: list[dict[str, object]], command: str, embedder: str) -> str:
-    lines = [
-        BEGIN,
-        "## Federation: recall with 0, 1 and 3 peers (SQLite)",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        f"Every mind holds the same number of memories (embedder: {embedder}); the",
-        "subscriber's normal recall (limit 10) of the same queries, after a warm-up.",
-        "`federation off` is `recall(..., federated=False)`, which skips even the",
-        "read of the mind's subscriptions; each peer is a peek recall of its own, one",
-        "after the other, merged with the local results.",
-        "",
-        "| layout | memories per mind | case | recall p50 | recall p95 |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['layout']} | {int(str(r['size'])):,} | {r['case']} "
-            f"| {float(str(r['p50'])):.2f} ms | {float(str(r['p95'])):.2f} ms |"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+    return section(
+        (BEGIN, END),
+        "Federation: recall with 0, 1 and 3 peers (SQLite)",
+        [
+            f"Every mind holds the same number of memories (embedder: {embedder}); the",
+            "subscriber's normal recall (limit 10) of the same queries, after a warm-up.",
+            "`federation off` is `recall(..., federated=False)`, which skips even the",
+            "read of the mind's subscriptions; each peer is a peek recall of its own, one",
+            "after the other, merged with the local results.",
+        ],
+        command,
+        [
+            "| layout | memories per mind | case | recall p50 | recall p95 |",
+            "|---|---:|---|---:|---:|",
+            *(
+                f"| {r['layout']} | {int(str(r['size'])):,} | {r['case']} "
+                f"| {float(str(r['p50'])):.2f} ms | {float(str(r['p95'])):.2f} ms |"
+                for r in rows
+            ),
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         default=["same store", "separate files"],
         choices=["same store", "separate files"],
     )
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     rows = []
     for size in args.sizes:
@@ -157,10 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         f"--queries {args.queries}"
         + (f" --embedder {args.embedder}" if args.embedder != "none" else "")
     )
-    section = render(rows, command, args.embedder)
-    print(section)
+    text = render(rows, command, args.embedder)
+    print(text)
     if args.output is not None:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "federation", command, rows)
     return 0
 
 

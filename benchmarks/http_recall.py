@@ -1,7 +1,7 @@
 """HTTP recall latency: `noema serve` over a mind of 10k memories, 1 and 8 concurrent clients.
 
     python -m benchmarks.http_recall [--backends sqlite postgres] [--size 10000] \
-        [--rounds 3] [--output docs/benchmarks.md]
+        [--rounds 3] [--output docs/benchmarks.md] [--results benchmarks/results]
 
 A mind is filled with the storage benchmark's deterministic memories (seeded,
 Zipf-distributed words), embedded by the deterministic 384-d hash embedder
@@ -32,13 +32,8 @@ from typing import Any
 
 import httpx
 
-from benchmarks.storage import (
-    _percentile,
-    machine,
-    synthetic_memories,
-    synthetic_queries,
-    write_section,
-)
+from benchmarks.report import add_options, save, section, write_section
+from benchmarks.storage import _percentile, synthetic_memories, synthetic_queries
 
 BEGIN, END = "<!-- http-recall:begin -->", "<!-- http-recall:end -->"
 EMBEDDER = "hash:384"
@@ -208,38 +203,34 @@ def run(backend: str, size: int, rounds: int, server_url: str) -> list[dict[str,
 def render(
     rows: list[dict[str, Any]], command: str, size: int, rounds: int, load: list[float]
 ) -> str:
-    lines = [
-        BEGIN,
-        "## HTTP API: recall through `noema serve`, 1 and 8 concurrent clients",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        f"One mind of {size:,} synthetic memories with 384-d hash-embedder vectors. Each",
-        f"client, a thread with its own keep-alive connection, sends {PER_CLIENT} recalls",
-        "(limit 10) one after the other, all clients at once; the figures are the",
-        f"medians of {rounds} rounds. `peek` only reads; a normal recall also reinforces",
-        "its results and logs the recall (a write). Server, clients and database share",
-        "the machine; `Mind.recall, in process` is the same recall with no HTTP.",
-        f"Load average (1 min) during the run: {min(load):.1f} to {max(load):.1f}, other work",
-        "included, so compare the rows of one run rather than runs.",
-        "",
-        "On SQLite a mind answers one call at a time (its `AsyncMind` has one worker,",
-        "as the store serialises anyway): 8 clients queue, so throughput stays that of",
-        "one client and each waits for the others. On PostgreSQL the calls run in",
-        "parallel on the pool, bounded here by the 2 cores that the clients share.",
-        "",
-        "| backend | path | clients | recall | p50 | p95 | requests/s |",
-        "|---|---|---:|---|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['backend']} | {r['path']} | {r['clients']} "
-            f"| {'peek' if r['peek'] else 'normal'} | {r['p50']:.1f} ms | {r['p95']:.1f} ms "
-            f"| {r['rps']:.0f} |"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+    return section(
+        (BEGIN, END),
+        "HTTP API: recall through `noema serve`, 1 and 8 concurrent clients",
+        [
+            f"One mind of {size:,} synthetic memories with 384-d hash-embedder vectors. Each",
+            f"client, a thread with its own keep-alive connection, sends {PER_CLIENT} recalls",
+            "(limit 10) one after the other, all clients at once; the figures are the",
+            f"medians of {rounds} rounds. `peek` only reads; a normal recall also reinforces",
+            "its results and logs the recall (a write). Server, clients and database share",
+            "the machine; `Mind.recall, in process` is the same recall with no HTTP.",
+            "On SQLite a mind answers one call at a time (its `AsyncMind` has one worker,",
+            "as the store serialises anyway): 8 clients queue, so throughput stays that of",
+            "one client and each waits for the others. On PostgreSQL the calls run in",
+            "parallel on the pool, bounded by the cores that the clients share.",
+        ],
+        command,
+        [
+            "| backend | path | clients | recall | p50 | p95 | requests/s |",
+            "|---|---|---:|---|---:|---:|---:|",
+            *(
+                f"| {r['backend']} | {r['path']} | {r['clients']} "
+                f"| {'peek' if r['peek'] else 'normal'} | {r['p50']:.1f} ms | {r['p95']:.1f} ms "
+                f"| {r['rps']:.0f} |"
+                for r in rows
+            ),
+        ],
+        setting=f"; load average (1 min) {min(load):.1f} to {max(load):.1f} during the run",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     rows = []
     load = [os.getloadavg()[0]]
@@ -259,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
         f"python -m benchmarks.http_recall --backends {' '.join(args.backends)} "
         f"--size {args.size} --rounds {args.rounds}"
     )
-    section = render(rows, command, args.size, args.rounds, load)
-    print(section)
+    text = render(rows, command, args.size, args.rounds, load)
+    print(text)
     if args.output is not None:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "http-recall", command, rows)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Knowledge health costs: a write with and without write-time detection; the health report.
 
-    python -m benchmarks.knowledge_health --sizes 10000 [--output docs/benchmarks.md]
+    python -m benchmarks.knowledge_health --sizes 10000 [--output docs/benchmarks.md] \
+        [--results benchmarks/results]
 
 For each size, a fresh SQLite mind without an embedder is filled with
 deterministic memories (realistic short facts: a subject, an attribute and a
@@ -21,9 +22,8 @@ import random
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 from noema import Mind, MindConfig
 
 BEGIN, END = "<!-- knowledge-health:begin -->", "<!-- knowledge-health:end -->"
@@ -103,48 +103,50 @@ def measure(size: int, writes: int) -> dict[str, float]:
 
 
 def render(rows: list[dict[str, float]], command: str) -> str:
-    lines = [
-        BEGIN,
-        "## Knowledge health: write-time detection and the health report (SQLite)",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "Single `remember` calls without an embedder into a mind of the given size,",
-        "alternating between a mind that detects at write time and one that does not;",
-        "`Mind.health()` on the detecting mind, median of 3. Proposals: what",
-        "detection staged among the timed writes (the sentences share subjects and",
-        "attributes on purpose, so many are real value changes).",
-        "",
-        "| memories | write p50 off | write p95 off | write p50 on | write p95 on | ratio p50 "
-        "| proposals staged | health | findings |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {int(r['size']):,} | {r['off_p50']:.2f} ms | {r['off_p95']:.2f} ms "
-            f"| {r['on_p50']:.2f} ms | {r['on_p95']:.2f} ms | {r['on_p50'] / r['off_p50']:.2f} "
-            f"| {int(r['proposals'])} | {r['health_s']:.2f} s | {int(r['findings'])} |"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+    return section(
+        (BEGIN, END),
+        "Knowledge health: write-time detection and the health report (SQLite)",
+        [
+            "Single `remember` calls without an embedder into a mind of the given size,",
+            "alternating between a mind that detects at write time and one that does not;",
+            "`Mind.health()` on the detecting mind, median of 3. Proposals: what",
+            "detection staged among the timed writes (the sentences share subjects and",
+            "attributes on purpose, so many are real value changes). Detection runs on",
+            "writes of up to 64 memories; `MindConfig(detect_on_write=False)` turns it off.",
+        ],
+        command,
+        [
+            "| memories | write p50 off | write p95 off | write p50 on | write p95 on "
+            "| ratio p50 | proposals staged | health | findings |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *(
+                f"| {int(r['size']):,} | {r['off_p50']:.2f} ms | {r['off_p95']:.2f} ms "
+                f"| {r['on_p50']:.2f} ms | {r['on_p95']:.2f} ms "
+                f"| {r['on_p50'] / r['off_p50']:.2f} | {int(r['proposals'])} "
+                f"| {r['health_s']:.2f} s | {int(r['findings'])} |"
+                for r in rows
+            ),
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--writes", type=int, default=300)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     rows = []
     for size in args.sizes:
         rows.append(measure(size, args.writes))
         print(rows[-1], flush=True)
     command = "python -m benchmarks.knowledge_health --sizes " + " ".join(map(str, args.sizes))
-    section = render(rows, command)
-    print(section)
+    command += f" --writes {args.writes}"
+    text = render(rows, command)
+    print(text)
     if args.output is not None:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "knowledge-health", command, rows)
     return 0
 
 

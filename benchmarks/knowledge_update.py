@@ -1,7 +1,7 @@
 """Knowledge update: when two memories give different values of one fact, does the newer win?
 
     python -m benchmarks.knowledge_update                    # default embedder, 400 distractors
-    python -m benchmarks.knowledge_update --embedder none --output docs/benchmarks.md
+    python -m benchmarks.knowledge_update --output docs/benchmarks.md --results benchmarks/results
 
 A mind holds ``--facts`` facts that changed (an older and a newer memory, no
 ``key``: nothing but their text says they are about one thing, the newer
@@ -23,9 +23,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- knowledge-update:begin -->", "<!-- knowledge-update:end -->"
 
@@ -179,25 +178,28 @@ def run(facts: int, distractors: int, seed: int, embedder: str) -> dict[str, dic
 
 
 def render(results: dict[str, dict[str, float]], command: str, memories: int) -> str:
-    lines = [
-        BEGIN,
-        "## Knowledge update: newer beats older",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        f"{memories:,} memories. A question is right when the newer value ranks above the older.",
-        "",
-        "| scenario, rule | questions | right | newer@1 | newer in top 10 |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for label, row in results.items():
-        lines.append(
-            f"| {label} | {row['n']:.0f} | {row['right']:.3f} | {row['newer@1']:.3f} "
-            f"| {row['newer@10']:.3f} |"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+    return section(
+        (BEGIN, END),
+        "Knowledge update: newer beats older",
+        [
+            f"{memories:,} memories: facts that changed (an older and a newer memory, nothing",
+            "but their text saying they are about one thing) among distractors that never",
+            "changed; each fact asked about in other words, with `newer_wins` off and on. A",
+            "question is right when the newer value ranks above the older. *Recorded as it",
+            "happened*: each memory at its own time; *learned together*: both recorded at",
+            "once, their valid times apart.",
+        ],
+        command,
+        [
+            "| scenario, rule | questions | right | newer@1 | newer in top 10 |",
+            "|---|---:|---:|---:|---:|",
+            *(
+                f"| {label} | {row['n']:.0f} | {row['right']:.3f} | {row['newer@1']:.3f} "
+                f"| {row['newer@10']:.3f} |"
+                for label, row in results.items()
+            ),
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distractors", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embedder", default="auto")
-    parser.add_argument("--output", type=Path)
+    add_options(parser)
     args = parser.parse_args(argv)
     if args.facts < 1 or args.distractors < 0:
         print(
@@ -219,10 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     parts += ["--distractors", str(args.distractors), "--seed", str(args.seed)]
     if args.embedder != "auto":
         parts += ["--embedder", args.embedder]
-    section = render(results, shlex.join(parts), args.distractors + 2 * args.facts)
+    command = shlex.join(parts)
+    text = render(results, command, args.distractors + 2 * args.facts)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
-    print(section)
+        write_section(args.output, text, BEGIN, END)
+    print(text)
+    rows = [{"case": label, **row} for label, row in results.items()]
+    save(args.results, "knowledge-update", command, rows)
     return 0
 
 

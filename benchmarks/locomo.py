@@ -1,6 +1,6 @@
 """LoCoMo retrieval benchmark: recall@k of evidence turns in long two-person conversations.
 
-    python -m benchmarks.locomo --output docs/benchmarks.md      # every mode (make bench-locomo)
+    python -m benchmarks.locomo --output docs/benchmarks.md --results benchmarks/results
     python -m benchmarks.locomo --data PATH --mode text --audit
     python -m benchmarks.locomo --mode vector weighted --embedder hash:384
 
@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks.storage import machine, publish
+from benchmarks.report import add_options, publish, save, section, verdict
 
 BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
 KS = (1, 5, 10, 25, 50)
@@ -384,87 +384,100 @@ def run(
 # ------------------------------------------------------------------ report
 
 
-def _table(report: dict[str, Any], metric: str, title: str) -> list[str]:
-    modes = report["modes"]
+def _table(report: dict[str, Any]) -> list[str]:
+    """recall@k over categories 1-4, and R@10 in each category, one row a mode."""
+    apart = [label for label in GROUPS if label != "1-4"]
     lines = [
-        f"{title}:",
-        "",
-        "| mode | categories | n | " + " | ".join(f"@{k}" for k in KS) + " |",
-        "|---|---|---:|" + "---:|" * len(KS),
+        "| mode | categories | n | "
+        + " | ".join(f"@{k}" for k in KS)
+        + " | "
+        + " | ".join(f"{label} @10" for label in apart)
+        + " |",
+        "|---|---|---:|" + "---:|" * (len(KS) + len(apart)),
     ]
-    for mode in modes:
-        for label, row in report["results"][mode].items():
-            cells = " | ".join(f"{row[f'{metric}@{k}']:.3f}" for k in KS)
-            lines.append(f"| {mode} | {label} | {row['n']:,} | {cells} |")
-    return [*lines, ""]
+    for mode in report["modes"]:
+        rows = report["results"][mode]
+        cells = [f"{rows['1-4'][f'recall@{k}']:.3f}" for k in KS]
+        cells += [f"{rows[label]['recall@10']:.3f}" for label in apart]
+        lines.append(f"| {mode} | 1-4 | {rows['1-4']['n']:,} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def render(report: dict[str, Any], command: str, *, audit: bool) -> str:
     c, t = report["counts"], report["timings"]
     query = ", ".join(f"{m} {s:.1f} s" for m, s in t["query_seconds"].items())
-    lines = [
-        BEGIN,
-        "## LoCoMo: recall of evidence turns",
+    counts = ", ".join(
+        f"{label} {report['results'][report['modes'][0]][label]['n']:,}"
+        for label in GROUPS
+        if label != "1-4"
+    )
+    tables = [
+        "recall@k over categories 1-4, and R@10 in each category (questions: "
+        + counts
+        + "; any-hit and all-hit rates, and each category's every k: `--results`):",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
+        *_table(report),
         "",
-        f"{c['conversations']} conversations, {c['turns']:,} turns ({c['memories']:,} memories "
-        f"after deduplication of identical turns), {c['questions']:,} questions scored "
-        f"({c['skipped']} skipped for empty evidence; ids joined by `;` or spaces are split,"
-        " ids not in the conversation dropped, `D30:05` read as `D30:5`: with the published"
-        " evidence that is one question more in categories 1-4 than the README's 1,535)."
-        " Evidence: "
-        + ("the audit's corrected lists applied." if audit else "as published.")
-        + f" Runtime {t['total_seconds']:.1f} s (writes {t['write_seconds']:.2f} s;"
-        + f" queries {query}).",
-        "",
-        "Protocol: one fresh mind per conversation; every turn one episodic observation",
-        '`"<speaker>: <text>"` (image turns add `[shares <caption>]`) recorded at its',
-        "session's time; the clock stands at the last session. Query = the question",
-        "text only, `recall(question, limit=50, peek=True)`. recall@k = |gold ∩ top k| /",
-        "|gold| averaged over questions (LoCoMo's R@k); any@k: at least one gold turn in",
-        "the top k; all@k: every gold turn in the top k.",
-        "",
-        "Modes: " + "; ".join(f"`{m}`: {MODES[m].description}" for m in report["modes"]) + ".",
-        "",
-    ]
-    lines += _table(report, "recall", "recall@k")
-    lines += _table(report, "any", "any-hit rate")
-    lines += _table(report, "all", "all-hit rate")
-    lines += [
-        "Reference figures (../shared/benchmarks/locomo/README.md):",
+        "Reference figures (the LoCoMo paper; BM25 measured on this data):",
         "",
         "| retriever | R@5 | R@10 | R@25 | R@50 |",
         "|---|---:|---:|---:|---:|",
     ]
     for name, figures in REFERENCES:
-        lines.append(
+        tables.append(
             f"| {name} | " + " | ".join(f"{figures[k]:.3f}" for k in (5, 10, 25, 50)) + " |"
         )
-    lines += ["", "Targets (issue 13), categories 1-4:"]
-    targets = {"weighted": ((5, 0.72), (10, 0.82)), "deep": ((5, 0.80),)}
+    targets = ["Targets, categories 1-4:"]
+    goals = {"weighted": ((5, 0.72), (10, 0.82)), "deep": ((5, 0.80),)}
     for mode in report["modes"]:
         row = report["results"][mode]["1-4"]
-        for k, target in targets.get(mode, ()):
+        for k, target in goals.get(mode, ()):
             value = row[f"recall@{k}"]
-            verdict = "met" if value >= target else f"missed by {target - value:.3f}"
-            lines.append(f"- `{mode}` R@{k}: {value:.3f} against {target:.2f}: **{verdict}**")
+            targets.append(
+                f"- `{mode}` R@{k} at least {target:.2f}: {value:.3f}, "
+                + verdict(value, target, most=False, digits=3)
+            )
         if mode == "weighted":
             low = min(report["results"][mode][label]["recall@10"] for label in GROUPS
                       if label[0] in "1234" and label != "1-4")  # fmt: skip
-            verdict = "met" if low >= 0.60 else "missed"
-            lines.append(
-                f"- `weighted`: lowest category R@10 {low:.3f} against 0.60: **{verdict}**"
+            targets.append(
+                f"- `weighted`: every category's R@10 at least 0.60: lowest {low:.3f}, "
+                + verdict(low, 0.60, most=False, digits=3)
             )
-    lines.append(END)
-    return "\n".join(lines)
+    if len(targets) == 1:
+        targets = []
+    return section(
+        (BEGIN, END),
+        "LoCoMo: recall of evidence turns",
+        [
+            "Protocol: one fresh mind per conversation; every turn one episodic observation",
+            '`"<speaker>: <text>"` (image turns add `[shares <caption>]`) recorded at its',
+            "session's time; the clock stands at the last session. Query = the question",
+            "text only, `recall(question, limit=50, peek=True)`. recall@k: the share of a",
+            "question's gold turns in the top k, averaged over questions (LoCoMo's R@k).",
+            "",
+            f"{c['conversations']} conversations, {c['turns']:,} turns ({c['memories']:,} memories "
+            f"after deduplication of identical turns), {c['questions']:,} questions scored "
+            f"({c['skipped']} skipped for empty evidence; ids joined by `;` or spaces are split,"
+            " ids not in the conversation dropped, `D30:05` read as `D30:5`: with the published"
+            " evidence that is one question more in categories 1-4 than the 1,535 usually quoted)."
+            " Evidence: "
+            + ("the audit's corrected lists applied." if audit else "as published.")
+            + f" Runtime {t['total_seconds']:.1f} s (writes {t['write_seconds']:.2f} s;"
+            + f" queries {query}).",
+            "",
+            "Modes: " + "; ".join(f"`{m}`: {MODES[m].description}" for m in report["modes"]) + ".",
+        ],
+        command,
+        tables,
+        targets,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument(
         "--mode", nargs="+", choices=list(MODES), default=list(MODES), help="retrieval modes"
     )
@@ -498,18 +511,20 @@ def main(argv: list[str] | None = None) -> int:
     except NoemaError as exc:
         print(f"locomo: {exc}", file=sys.stderr)
         return 2
-    try:
-        data_arg = args.data.resolve().relative_to(REPO.parent)
-        data_shown = f"../{data_arg}"
-    except ValueError:
-        data_shown = str(args.data)
-    parts = ["python", "-m", "benchmarks.locomo", "--data", data_shown, "--mode", *args.mode]
+    # The data set is not in the repository: the report names the file, not this machine's path.
+    parts = ["python", "-m", "benchmarks.locomo", "--data", args.data.name, "--mode", *args.mode]
     if args.audit:
         parts.append("--audit")
     if args.limit:
         parts += ["--limit", str(args.limit)]
-    section = render(report, shlex.join(parts), audit=args.audit)
-    publish(section, args.output, BEGIN, END)
+    command = shlex.join(parts)
+    publish(render(report, command, audit=args.audit), args.output, BEGIN, END)
+    rows = [
+        {"mode": mode, "categories": label, **row}
+        for mode in report["modes"]
+        for label, row in report["results"][mode].items()
+    ]
+    save(args.results, "locomo", command, rows)
     return 0
 
 

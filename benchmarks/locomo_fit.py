@@ -1,7 +1,8 @@
 """Fit recall's fusion weights on LoCoMo by leave-one-conversation-out.
 
     python -m benchmarks.locomo_fit --store /tmp/locomo-e5            # fit and report
-    python -m benchmarks.locomo_fit --store /tmp/locomo-e5 --output docs/benchmarks.md
+    python -m benchmarks.locomo_fit --store /tmp/locomo-e5 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 Each conversation is indexed once into its own SQLite file in the folder
 ``--store`` (kept, so a refit does not embed again) with the default embedder.
@@ -26,16 +27,17 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.locomo import CATEGORIES, DEFAULT_DATA, Conversation, load
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, verdict, write_section
 
 BEGIN, END = "<!-- locomo-fit:begin -->", "<!-- locomo-fit:end -->"
+#: The least R@k over categories 1-4 (those of `benchmarks.locomo`'s `weighted` mode).
+TARGETS = ((5, 0.72), (10, 0.82))
 #: The signals a weight is fitted for (a result lacking one has it at 0).
 SIGNALS = (
     "text",
@@ -279,61 +281,84 @@ def _groups(pools: Pools) -> list[tuple[str, np.ndarray]]:
     return groups
 
 
+def figures(pools: Pools, result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Recall@k of every group, held-out and in-sample, for the fused and the deep ranking."""
+    rows: list[dict[str, Any]] = []
+    for ranking, keys in (
+        ("weighted", {"held_out": "held", "in_sample": "inside", "start": "baseline"}),
+        ("deep", {"held_out": "held_deep", "in_sample": "inside_deep"}),
+    ):
+        for label, members in _groups(pools):
+            row: dict[str, Any] = {"ranking": ranking, "categories": label, "n": len(members)}
+            for name, key in keys.items():
+                means = result[key][members].mean(axis=0)
+                row |= {f"{name}@{k}": float(v) for k, v in zip(KS, means, strict=True)}
+            rows.append(row)
+    return rows
+
+
 def render(pools: Pools, result: dict[str, Any], command: str) -> str:
-    lines = [
-        BEGIN,
-        "## LoCoMo: fusion weights fitted by leave-one-conversation-out",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "Each conversation's questions are ranked with weights fitted on the other nine",
-        "(held-out, the headline); in-sample is one fit on all ten, which the defaults take.",
-        "Scores are `signals @ weights` over the real pipeline's candidates (diversity and",
-        "conflict handling, which do not arise here, left out).",
-        "",
+    rows = figures(pools, result)
+    headline = rows[0]  # the fused ranking over categories 1-4
+    tables = [
         "| categories | n | held-out R@5 | held-out R@10 | in-sample R@5 | in-sample R@10 "
         "| start R@5 | start R@10 | held-out R@1 | R@25 | R@50 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, rows in _groups(pools):
-        held, inside, base = (result[k][rows].mean(axis=0) for k in ("held", "inside", "baseline"))
-        lines.append(
-            f"| {label} | {len(rows):,} | **{held[1]:.3f}** | **{held[2]:.3f}** | {inside[1]:.3f} "
-            f"| {inside[2]:.3f} | {base[1]:.3f} | {base[2]:.3f} | {held[0]:.3f} | {held[3]:.3f} "
-            f"| {held[4]:.3f} |"
+    for r in (r for r in rows if r["ranking"] == "weighted"):
+        tables.append(
+            f"| {r['categories']} | {r['n']:,} | **{r['held_out@5']:.3f}** "
+            f"| **{r['held_out@10']:.3f}** | {r['in_sample@5']:.3f} | {r['in_sample@10']:.3f} "
+            f"| {r['start@5']:.3f} | {r['start@10']:.3f} | {r['held_out@1']:.3f} "
+            f"| {r['held_out@25']:.3f} | {r['held_out@50']:.3f} |"
         )
-    lines += [
+    deep = next(r for r in rows if (r["ranking"], r["categories"]) == ("deep", "1-4"))
+    tables += [
         "",
         f"Deep recall (the built-in lexical reranker over the best {DEEP_POOL}; its weight"
         f" fitted the same way: {result['deep']} on all ten, folds"
-        f" {result['deep_folds'].min()}-{result['deep_folds'].max()}):",
-        "",
-        "| categories | n | held-out R@5 | held-out R@10 | in-sample R@5 | in-sample R@10 "
-        "| held-out R@1 | R@25 | R@50 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f" {result['deep_folds'].min()}-{result['deep_folds'].max()}), categories 1-4:"
+        f" held-out R@5 / R@10 **{deep['held_out@5']:.3f}** / **{deep['held_out@10']:.3f}**,"
+        f" in-sample {deep['in_sample@5']:.3f} / {deep['in_sample@10']:.3f} (every category:"
+        " `--results`).",
     ]
-    for label, rows in _groups(pools):
-        held, inside = (result[k][rows].mean(axis=0) for k in ("held_deep", "inside_deep"))
-        lines.append(
-            f"| {label} | {len(rows):,} | **{held[1]:.3f}** | **{held[2]:.3f}** | {inside[1]:.3f} "
-            f"| {inside[2]:.3f} | {held[0]:.3f} | {held[3]:.3f} | {held[4]:.3f} |"
-        )
     folds = result["folds"]
-    lines += [
+    tables += [
         "",
-        "Weights (start = the configuration before the fit; folds: min-max over the ten fits):",
+        "Weights (start: the configuration before the fit; folds: the least and the most of",
+        "the ten fits):",
         "",
-        "| signal | start | fitted on all | folds |",
-        "|---|---:|---:|---|",
-    ]
-    for i, name in enumerate(SIGNALS):
-        lines.append(
-            f"| {name} | {result['start'][i]:.3f} | {result['final'][i]:.3f} "
-            f"| {folds[:, i].min():.3f}-{folds[:, i].max():.3f} |"
+        "| | " + " | ".join(SIGNALS) + " |",
+        "|---|" + "---:|" * len(SIGNALS),
+        "| start | " + " | ".join(f"{w:.2f}" for w in result["start"]) + " |",
+        "| fitted on all | " + " | ".join(f"{w:.2f}" for w in result["final"]) + " |",
+        "| folds | "
+        + " | ".join(
+            f"{low:.2f}-{high:.2f}"
+            for low, high in zip(folds.min(axis=0), folds.max(axis=0), strict=True)
         )
-    lines.append(END)
-    return "\n".join(lines)
+        + " |",
+    ]
+    return section(
+        (BEGIN, END),
+        "LoCoMo: fusion weights fitted by leave-one-conversation-out",
+        [
+            "Each conversation's questions are ranked with weights fitted on the other nine",
+            "(held-out, the headline); in-sample is one fit on all ten, which the defaults take.",
+            "Scores are `signals @ weights` over the real pipeline's candidates (diversity and",
+            "conflict handling, which do not arise here, left out).",
+        ],
+        command,
+        tables,
+        [
+            "Targets, categories 1-4, as for recall's `weighted` mode:",
+            *(
+                f"- held-out R@{k} at least {target:.2f}: {headline[f'held_out@{k}']:.3f}, "
+                + verdict(headline[f"held_out@{k}"], target, most=False, digits=3)
+                for k, target in TARGETS
+            ),
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--embedder", default="auto", help="embedder (default: auto)")
     parser.add_argument("--limit", type=int, help="only the first N conversations")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument(
         "--pools", type=Path, help="cache of the gathered candidates (.npz): reused when present"
     )
@@ -360,13 +385,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.pools is not None:
             np.savez_compressed(args.pools, **vars(pools))
     result = evaluate(pools)
-    parts = ["python", "-m", "benchmarks.locomo_fit", "--store", str(args.store)]
+    parts = ["python", "-m", "benchmarks.locomo_fit", "--data", args.data.name]
+    parts += ["--store", str(args.store)]
     if args.embedder != "auto":
         parts += ["--embedder", args.embedder]
-    section = render(pools, result, shlex.join(parts))
+    command = shlex.join(parts)
+    text = render(pools, result, command)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
-    print(section)
+        write_section(args.output, text, BEGIN, END)
+    print(text)
+    save(args.results, "locomo-fit", command, figures(pools, result))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Memory: the peak RSS of a Noema process at 100k and 1M memories, on SQLite with vectors.
 
-    python -m benchmarks.memory --sizes 100000 1000000 --output docs/benchmarks.md
+    python -m benchmarks.memory --sizes 100000 1000000 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 Each size is one SQLite file written and read by three fresh processes, each
 measured whole (``ru_maxrss``, the peak resident set of the process):
@@ -14,7 +15,7 @@ measured whole (``ru_maxrss``, the peak resident set of the process):
 - **recall, index loaded**: open it again (the index saved by the previous
   process is loaded) and the same 200 recalls.
 
-The same can be checked by hand with ``/usr/bin/time -v``. Target (issue 19): at
+The same can be checked by hand with ``/usr/bin/time -v``. Target: at
 100k memories, every process at most ``TARGET_MB``.
 """
 
@@ -31,14 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import iter_synthetic_memories, machine, synthetic_queries, write_section
+from benchmarks.report import add_options, save, section, verdict, write_section
+from benchmarks.storage import iter_synthetic_memories, synthetic_queries
 
 BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"
-#: Issue 19: the most a process may hold at 100k memories with vectors, in MB.
+#: The most a process may hold at 100k memories with vectors, in MB.
 TARGET_MB = 400
 TARGET_SIZE = 100_000
 DIMS = 384
@@ -94,48 +95,49 @@ def run_size(size: int, batch: int) -> dict[str, Any]:
 
 
 def render(results: list[dict[str, Any]], command: str, load: tuple[float, ...]) -> str:
-    lines = [
-        BEGIN,
-        "## Memory: peak RSS of one process, SQLite with vectors",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load)}.",
-        "",
-        "One store per size; each phase a fresh process, its peak RSS (`ru_maxrss`).",
-        "Write: the seeded memories streamed in batches through `remember_many` with",
-        f"the {DIMS}-d hash embedder inline. Recall: {QUERIES} `peek` recalls, top 10, after",
-        "opening the store with its saved vector index removed (the first recall",
-        "rebuilds it from the table) and then with the saved index (loaded).",
-        "",
-        "| memories | write: peak RSS | write rate | recall, index built: peak RSS | "
-        "recall, index loaded: peak RSS | db + index on disk |",
-        "|---:|---:|---:|---:|---:|---:|",
+    rows = [
+        f"| {r['size']:,} | {r['write']['peak_rss_mb']:.0f} MB | "
+        f"{r['write']['per_s']:,.0f}/s | {r['built']['peak_rss_mb']:.0f} MB | "
+        f"{r['loaded']['peak_rss_mb']:.0f} MB | {r['db_mb']:,.0f} MB |"
+        for r in results
     ]
-    for r in results:
-        lines.append(
-            f"| {r['size']:,} | {r['write']['peak_rss_mb']:.0f} MB | "
-            f"{r['write']['per_s']:,.0f}/s | {r['built']['peak_rss_mb']:.0f} MB | "
-            f"{r['loaded']['peak_rss_mb']:.0f} MB | {r['db_mb']:,.0f} MB |"
-        )
+    targets = []
     at_target = [r for r in results if r["size"] == TARGET_SIZE]
     if at_target:
         peak = max(at_target[0][phase]["peak_rss_mb"] for phase in PHASES)
-        verdict = "met" if peak <= TARGET_MB else "missed"
-        lines += [
-            "",
-            f"Target (issue 19): every process at most {TARGET_MB} MB at {TARGET_SIZE:,} "
-            f"memories with vectors: {peak:.0f} MB at most, **{verdict}**.",
+        targets = [
+            f"Target: every process at most {TARGET_MB} MB at {TARGET_SIZE:,} memories with "
+            f"vectors: {peak:.0f} MB at most, "
+            + verdict(peak, TARGET_MB, most=True, unit=" MB")
+            + "."
         ]
-    lines.append(END)
-    return "\n".join(lines)
+    return section(
+        (BEGIN, END),
+        "Memory: peak RSS of one process, SQLite with vectors",
+        [
+            "One store per size; each phase a fresh process, its peak RSS (`ru_maxrss`).",
+            "Write: the seeded memories streamed in batches through `remember_many` with",
+            f"the {DIMS}-d hash embedder inline. Recall: {QUERIES} `peek` recalls, top 10, after",
+            "opening the store with its saved vector index removed (the first recall",
+            "rebuilds it from the table) and then with the saved index (loaded).",
+        ],
+        command,
+        [
+            "| memories | write: peak RSS | write rate | recall, index built: peak RSS | "
+            "recall, index loaded: peak RSS | db + index on disk |",
+            "|---:|---:|---:|---:|---:|---:|",
+            *rows,
+        ],
+        targets,
+        setting="; load average (1, 5, 15 min) " + ", ".join(f"{x:.2f}" for x in load) + " before",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--batch", type=int, default=2_000)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
     parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -149,10 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     results = [run_size(size, args.batch) for size in args.sizes]
     parts = ["python", "-m", "benchmarks.memory", "--sizes", *map(str, args.sizes)]
-    section = render(results, shlex.join([*parts, "--batch", str(args.batch)]), load)
+    text = render(results, shlex.join([*parts, "--batch", str(args.batch)]), load)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
-    print(section)
+        write_section(args.output, text, BEGIN, END)
+    print(text)
+    for result in results:  # one file a size: the largest is often run alone
+        alone = f"python -m benchmarks.memory --sizes {result['size']} --batch {args.batch}"
+        save(args.results, f"memory-{result['size']}", alone, [result])
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python -m benchmarks.peers --sizes 10000 100000 --queries 200 --rounds 5 \
         --systems noema-sqlite noema-postgres langgraph-memory langgraph-postgres \
-        mem0-faiss chroma --budget 900 --output docs/benchmarks.md
+        mem0-faiss chroma --budget 900 --output docs/benchmarks.md --results benchmarks/results
 
 Needs the optional ``peers`` extra (``pip install -e '.[peers]'``); a system whose
 package is missing, or whose server cannot be reached, is skipped with a
@@ -58,14 +58,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import (
-    PEOPLE,
-    _percentile,
-    machine,
-    publish,
-    synthetic_memories,
-    synthetic_queries,
-)
+from benchmarks.report import add_options, machine, paragraphs, publish, save
+from benchmarks.storage import PEOPLE, _percentile, synthetic_memories, synthetic_queries
 
 BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 DIMS = 384
@@ -91,6 +85,17 @@ LABELS = {
     "langgraph-postgres": "LangGraph `PostgresStore` (pgvector HNSW)",
     "mem0-faiss": "mem0, `infer=False`, faiss",
     "chroma": "chroma (`PersistentClient`)",
+}
+#: The peers that search vectors alone, within 2× of whose p50 Noema's should be.
+DENSE_ONLY = ("langgraph-postgres", "mem0-faiss")
+#: The other peers, than whose p50 Noema's should be at least 2× faster.
+OTHERS = ("langgraph-memory", "chroma")
+#: Each peer's name in a sentence.
+SHORT = {
+    "langgraph-memory": "`InMemoryStore`",
+    "langgraph-postgres": "`PostgresStore`",
+    "mem0-faiss": "mem0 + faiss",
+    "chroma": "chroma",
 }
 #: What each system's timed search is.
 SEARCHES = {
@@ -800,25 +805,54 @@ def _subsection(
 ) -> str:
     begin, end = f"<!-- peers-{size}:begin -->", f"<!-- peers-{size}:end -->"
     workload = [r["workload_rss_mb"] for r in results if "workload_rss_mb" in r] or [0.0]
-    return "\n".join(
-        [
-            begin,
-            f"### {size:,} memories",
-            "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load average (1, 5, 15 min) "
-            f"{loads[0]} before, {loads[1]} after (the figures after include the "
-            "benchmark's own processes).",
-            f"Command: `{command}`",
-            "",
-            *table(results, budget),
-            "",
-            *_named_line(results),
-            *_rounds_line(results),
-            f"Of each peak RSS, about {min(workload):,.0f} MB is the workload itself (the "
-            "memories, queries and vectors, made in the process before the store opens).",
-            end,
-        ]
-    )
+    lines = [
+        f"### {size:,} memories",
+        "",
+        f"Command: `{command}`; measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}, "
+        f"{_versions()}; load average (1, 5, 15 min) {loads[0]} before, {loads[1]} after "
+        "(the benchmark's own processes included).",
+        "",
+        *table(results, budget),
+        "",
+        *_named_line(results),
+        *_rounds_line(results),
+        f"Of each peak RSS, about {min(workload):,.0f} MB is the workload itself (the "
+        "memories, queries and vectors, made in the process before the store opens).",
+        "",
+        _target(results),
+    ]
+    return "\n".join([begin, *paragraphs(lines), end])
+
+
+def _target(results: list[dict[str, Any]]) -> str:
+    """Noema SQLite's p50 against the peers': within 2× of the dense-only, 2× below the rest."""
+    by_system = {r["system"]: r["p50_ms"] for r in results if "p50_ms" in r}
+    ours = by_system.get("noema-sqlite")
+    if ours is None:
+        return "Target: not judged (Noema on SQLite was not timed)."
+    near = [(s, ours / by_system[s]) for s in DENSE_ONLY if s in by_system]
+    far = [(s, by_system[s] / ours) for s in OTHERS if s in by_system]
+    parts = []
+    if near:
+        worst = max(ratio for _, ratio in near)
+        parts.append(
+            "Noema SQLite's p50 within 2× of the dense-only peers': "
+            + ", ".join(f"{SHORT[s]} {ratio:.2f}×" for s, ratio in near)
+            + (", **met**" if worst <= 2 else f", **missed** by {worst - 2:.2f}×")
+        )
+    if far:
+        slowest = min(ratio for _, ratio in far)
+        parts.append(
+            "at least 2× faster than the others: "
+            + ", ".join(
+                f"{SHORT[s]} takes {ratio:.2f}× as long"
+                if ratio >= 1
+                else f"{SHORT[s]} answers {1 / ratio:.2f}× faster than Noema"
+                for s, ratio in far
+            )
+            + (", **met**" if slowest >= 2 else ", **missed**")
+        )
+    return "Target: " + "; ".join(parts) + "." if parts else "Target: no peer was timed."
 
 
 def _named_line(results: list[dict[str, Any]]) -> list[str]:
@@ -834,7 +868,6 @@ def _named_line(results: list[dict[str, Any]]) -> list[str]:
         "Query p50 over the questions that name a person (about 30%) / over the others: "
         + "; ".join(split)
         + ".",
-        "",
     ]
 
 
@@ -867,8 +900,6 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             BEGIN,
             "## Peers: Noema against the stores users would pick instead",
             "",
-            f"Measured on {machine()}; PostgreSQL on the same machine; {_versions()}.",
-            "",
             "One workload for every system, each in its own process on a fresh store: the "
             "storage benchmark's seeded memories and its first "
             f"{args.queries} questions, and for all of them the same vectors (Noema's "
@@ -888,9 +919,9 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             "process's (`ru_maxrss`); the PostgreSQL server's memory is not in it. Each "
             f"system has {_span(args.budget)} from its first write.",
             "",
-            "What each system's query is:",
-            "",
-            *(f"- {LABELS[s]}: {SEARCHES[s]}" for s in SYSTEMS),
+            "What each system's query is: "
+            + "; ".join(f"{LABELS[s]}: {SEARCHES[s]}" for s in SYSTEMS)
+            + ".",
             "",
             "mem0's faiss store rewrites its whole index and a JSON of every payload to "
             "disk after each insert, so its write rate falls as it grows. "
@@ -903,7 +934,7 @@ def render(args: argparse.Namespace, sections: dict[int, str]) -> str:
             + "`recall` without `peek` also reinforces what it returns (a write per result) "
             "and is not what is timed here; see the storage and PostgreSQL sections for "
             "it. Ratios: a rate ÷ Noema's (above 1: the peer writes faster); a p50 ÷ "
-            "Noema's (above 1: the peer answers slower).",
+            "Noema's (above 1: the peer answers slower). PostgreSQL runs on the same machine.",
             *("\n" + sections[size] for size in sorted(sections)),
             END,
         ]
@@ -954,7 +985,7 @@ def main(argv: list[str] | None = None) -> int:
         default=20,
         help="questions a system answers before the next system's turn, within a round",
     )
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--json", type=Path, help="also write every raw result here")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -1002,8 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         sections = _kept(args.output)
         sections[size] = _subsection(size, by_size[size], args.budget, (before, _load()), command)
-        section = render(args, sections)
-        publish(section, args.output, BEGIN, END)
+        publish(render(args, sections), args.output, BEGIN, END)
+        save(args.results, f"peers-{size}", command, by_size[size])
     return 0
 
 

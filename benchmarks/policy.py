@@ -1,6 +1,7 @@
 """What the write policy's credential check costs on batch writes (SQLite, no embedder).
 
-    python -m benchmarks.policy --memories 5000 --repeats 5 --output docs/benchmarks.md
+    python -m benchmarks.policy --memories 5000 --repeats 5 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 The same batch of ordinary notes (no credentials in them: the common case) is
 written into a fresh database with ``policy.secrets`` at ``allow`` (no check) and
@@ -12,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- policy:begin -->", "<!-- policy:end -->"
 MODES = ("allow", "refuse", "redact")
@@ -50,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=5_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
     for _ in range(args.repeats):
@@ -58,32 +56,39 @@ def main(argv: list[str] | None = None) -> int:
             rates[mode].append(one_run(mode, args.memories))
     medians = {mode: statistics.median(values) for mode, values in rates.items()}
     rows = [
-        f"| {mode} | {medians[mode]:,.0f} | {medians[mode] / medians['allow']:.3f} | "
-        + ", ".join(f"{v:,.0f}" for v in rates[mode])
-        + " |"
+        {
+            "secrets": mode,
+            "median_per_s": medians[mode],
+            "vs_allow": medians[mode] / medians["allow"],
+            "runs_per_s": rates[mode],
+        }
         for mode in MODES
     ]
-    command = "python -m benchmarks.policy " + " ".join(sys.argv[1:] if argv is None else argv)
-    section = "\n".join(
+    command = f"python -m benchmarks.policy --memories {args.memories} --repeats {args.repeats}"
+    text = section(
+        (BEGIN, END),
+        "Write policy: the cost of the credential check",
         [
-            BEGIN,
-            "## Write policy: the cost of the credential check",
-            "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-            f"Command: `{command.strip()}`",
-            "",
             f"{args.memories:,} ordinary notes (no credential) per batch write, SQLite, no "
-            f"embedder; the three settings alternate, {args.repeats} runs each.",
-            "",
+            f"embedder; `policy.secrets` at `allow` (no check), `refuse` (the default: every",
+            f"item scanned) and `redact`, alternating, {args.repeats} runs each.",
+        ],
+        command,
+        [
             "| policy.secrets | median memories/s | vs allow | runs |",
             "|---|---:|---:|---|",
-            *rows,
-            END,
-        ]
+            *(
+                f"| {r['secrets']} | {r['median_per_s']:,.0f} | {r['vs_allow']:.3f} | "
+                + ", ".join(f"{v:,.0f}" for v in r["runs_per_s"])
+                + " |"
+                for r in rows
+            ),
+        ],
     )
-    print(section)
+    print(text)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "policy", command, rows)
     return 0
 
 

@@ -1,7 +1,7 @@
 """PostgreSQL scale benchmark: ingest through the reconciler, HNSW build, hybrid recall.
 
     python -m benchmarks.postgres --server postgresql://postgres@127.0.0.1:5432/postgres \
-        --sizes 10000 100000 1000000 --output docs/benchmarks.md
+        --sizes 10000 100000 1000000 --output docs/benchmarks.md --results benchmarks/results
 
 Each size gets a fresh database (``noema_scale_<size>``, dropped afterwards) with
 pgvector, and runs in its own subprocess. Memories and queries are the storage
@@ -23,23 +23,18 @@ import resource
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from benchmarks.report import add_options, publish, save, section, verdict
 from benchmarks.semantic import EMBEDDER, _recall_times
-from benchmarks.storage import (
-    _percentile,
-    child_result,
-    machine,
-    publish,
-    synthetic_memories,
-    synthetic_queries,
-)
+from benchmarks.storage import _percentile, child_result, synthetic_memories, synthetic_queries
 
 #: Vectors are written inline with every batch, as these figures have always measured.
 INLINE_MAX = 1_000_000
 BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
 TARGET_INGEST, TARGET_P95_MS, TARGET_GROWTH = 10_000, 30.0, 3.0
+#: The store size the latency target is set for.
+TARGET_SIZE = 1_000_000
 INDEX_MEMORY_MB = 4_096
 
 
@@ -152,28 +147,31 @@ def render(results: list[dict[str, Any]], version: str, command: str) -> str:
     # Every pass counts: the first (cold caches), peek (reads) and recall (also writes).
     passes = {"peek": "peek", "recall": "recall, which reinforces", "first": "first pass"}
     worst = max(largest[f"{key}_p95_ms"] for key in passes)
-    verdict = [
+    latency = f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {TARGET_SIZE:,}: "
+    if largest["size"] == TARGET_SIZE:
+        latency += ", ".join(
+            f"{largest[f'{key}_p95_ms']:.2f} ms ({label})" for key, label in passes.items()
+        )
+        latency += ", " + verdict(worst, TARGET_P95_MS, most=True, unit=" ms", digits=2)
+    else:
+        latency += f"not judged here (the largest size measured is {largest['size']:,})"
+    targets = [
+        "Targets:",
         f"- ingest at least {TARGET_INGEST:,}/s: slowest {ingest:,.0f}/s, "
-        + ("**met**" if ingest >= TARGET_INGEST else "**missed**"),
-        f"- hybrid recall p95 at most {TARGET_P95_MS:.0f} ms at {largest['size']:,}: "
-        + ", ".join(f"{largest[f'{key}_p95_ms']:.2f} ms ({label})" for key, label in passes.items())
-        + (", **met**" if worst <= TARGET_P95_MS else ", **missed**"),
+        + verdict(ingest, TARGET_INGEST, most=False, unit="/s"),
+        latency,
     ]
     if len(results) > 1:
         growth = largest["peek_p95_ms"] / smallest["peek_p95_ms"]
-        verdict.append(
+        targets.append(
             f"- p95 growth {smallest['size']:,} → {largest['size']:,} at most "
             f"{TARGET_GROWTH:.0f}x: {growth:.2f}x, "
-            + ("**met**" if growth <= TARGET_GROWTH else "**missed**")
+            + verdict(growth, TARGET_GROWTH, most=True, unit="x", digits=2)
         )
-    return "\n".join(
+    return section(
+        (BEGIN, END),
+        "PostgreSQL at scale",
         [
-            BEGIN,
-            "## PostgreSQL at scale",
-            "",
-            f"Measured on {machine()}, {version} on the same machine.",
-            f"Command: `{command}`",
-            "",
             "One database per size; memories written through the reconciler with inline "
             f"{EMBEDDER} vectors (`remember_many`, COPY underneath); `ANALYZE`; the first "
             "search builds the HNSW index (m 16, ef_construction 64, "
@@ -181,15 +179,16 @@ def render(results: list[dict[str, Any]], version: str, command: str) -> str:
             "query embedding excluded: 300 other questions first, on the caches the load "
             "and the build left (*first pass*), then the 300 timed questions, reading "
             "only (*peek*) and again reinforcing what each returns (*recall*, a write).",
-            "",
+        ],
+        command,
+        [
             "| memories | ingest | database | HNSW build | first pass p50 / p95 | peek p50 "
             "| peek p95 | recall p50 | recall p95 |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
-            "",
-            *verdict,
-            END,
-        ]
+        ],
+        targets,
+        setting=f"; {version} on the same machine",
     )
 
 
@@ -202,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--batch", type=int, default=1_000)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -226,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.postgres " + " ".join(
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
-    section = render(results, version, command)
-    publish(section, args.output, BEGIN, END)
+    publish(render(results, version, command), args.output, BEGIN, END)
+    for result in results:  # one file a size: a size is often run alone
+        alone = f"python -m benchmarks.postgres --sizes {result['size']} --batch {args.batch}"
+        save(args.results, f"postgres-{result['size']}", alone, [{**result, "server": version}])
     return 0
 
 

@@ -1,6 +1,6 @@
 """Recall trade-offs: what the candidate pool and the common-word floors buy, and cost.
 
-    python -m benchmarks.recall_tradeoffs --output docs/benchmarks.md
+    python -m benchmarks.recall_tradeoffs --output docs/benchmarks.md --results benchmarks/results
 
 A fused query scores every candidate its lanes find: ``max(limit, 10) ×
 candidates_per_result`` per lane (``MindConfig.candidates_per_result``, 5 by
@@ -32,12 +32,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks import locomo
-from benchmarks.storage import _percentile, machine, publish
+from benchmarks.report import add_options, publish, save, section
+from benchmarks.storage import _percentile
 
 BEGIN, END = "<!-- tradeoffs:begin -->", "<!-- tradeoffs:end -->"
 LIMIT = 10
@@ -194,41 +194,61 @@ def synthetic_times(size: int, queries: int) -> dict[str, dict[str, float]]:
     }
 
 
-def render(report: dict[str, Any], command: str) -> str:
+def figures(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row a setting: its LoCoMo recall both ways and its query times."""
     per, one, synthetic = report["per_conversation"], report["one_mind"], report["synthetic"]
-    base = SETTINGS[0].name
-    lines = [
-        BEGIN,
-        "## Recall trade-offs: the candidate pool and the common-word floors",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "Each row moves one of the three from the default (the pool is 10 ×",
-        "`candidates_per_result`; *floor* is content's common-word floor, *keys floor*",
-        "the expanded keys'). LoCoMo: R@5 and R@10 of",
-        f"`recall(question, limit={LIMIT}, peek=True)`, categories 1-4, embedder",
-        f"`{report['embedder']}`; *per conversation* is the LoCoMo protocol (a mind each),",
-        f"*one mind* holds every conversation ({report['turns']:,} turns together)."
-        " Query time: the peers",
-        f"workload at {report['size']:,} memories (hash vectors), {report['queries']} queries,",
-        "each asked once untimed, then under every setting in turn (the order turned by",
-        "one each query, so no setting is always first), so the rows share the machine's state.",
-        "",
-        "| setting | R@5 per conv. | R@10 per conv. | R@5 one mind | R@10 one mind "
-        "| p50 ms | p95 ms | p50 vs default |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    return [
+        {
+            "setting": s.name,
+            "r5_per_conversation": per[s.name]["r5"],
+            "r10_per_conversation": per[s.name]["r10"],
+            "r5_one_mind": one[s.name]["r5"],
+            "r10_one_mind": one[s.name]["r10"],
+            "p50_ms": synthetic[s.name]["p50"],
+            "p95_ms": synthetic[s.name]["p95"],
+        }
+        for s in SETTINGS
     ]
-    for setting in SETTINGS:
-        name = setting.name
-        lines.append(
-            f"| {name} | {per[name]['r5']:.3f} | {per[name]['r10']:.3f} "
-            f"| {one[name]['r5']:.3f} | {one[name]['r10']:.3f} "
-            f"| {synthetic[name]['p50']:.2f} | {synthetic[name]['p95']:.2f} "
-            f"| {synthetic[name]['p50'] / synthetic[base]['p50']:.2f}× |"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+
+
+def render(report: dict[str, Any], command: str) -> str:
+    rows = figures(report)
+    base = rows[0]["p50_ms"]
+    return section(
+        (BEGIN, END),
+        "Recall trade-offs: the candidate pool and the common-word floors",
+        [
+            "Each row moves one of the three from the default (the pool is 10 ×",
+            "`candidates_per_result`; *floor* is content's common-word floor, *keys floor*",
+            "the expanded keys'). LoCoMo: R@5 and R@10 of",
+            f"`recall(question, limit={LIMIT}, peek=True)`, categories 1-4, embedder",
+            f"`{report['embedder']}`; *per conversation* is the LoCoMo protocol (a mind each),",
+            f"*one mind* holds every conversation ({report['turns']:,} turns together)."
+            " Query time: the peers",
+            f"workload at {report['size']:,} memories (hash vectors), {report['queries']} queries,",
+            "each asked once untimed, then under every setting in turn (the order turned by",
+            "one each query, so no setting is always first), so the rows share the machine's",
+            "state.",
+        ],
+        command,
+        [
+            "| setting | R@5 per conv. | R@10 per conv. | R@5 one mind | R@10 one mind "
+            "| p50 ms | p95 ms | p50 vs default |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            *(
+                f"| {r['setting']} | {r['r5_per_conversation']:.3f} "
+                f"| {r['r10_per_conversation']:.3f} | {r['r5_one_mind']:.3f} "
+                f"| {r['r10_one_mind']:.3f} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} "
+                f"| {r['p50_ms'] / base:.2f}× |"
+                for r in rows
+            ),
+        ],
+        [
+            "Target: none set; which defaults to keep is a decision on recall quality against",
+            "time: [ADR 0025](adr/0025-recall-work-against-evidence.md) and",
+            "[ADR 0032](adr/0032-the-keys-have-their-own-common-word-floor.md).",
+        ],
+    )
 
 
 def _positive(text: str) -> int:
@@ -245,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=_positive, help="only the first N conversations")
     parser.add_argument("--size", type=_positive, default=SYNTHETIC_SIZE, help="synthetic memories")
     parser.add_argument("--queries", type=_positive, default=SYNTHETIC_QUERIES)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"recall_tradeoffs: data file not found: {args.data}", file=sys.stderr)
@@ -262,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         command += f" --limit {args.limit}"
     publish(render(report, command), args.output, BEGIN, END)
+    save(args.results, "recall-tradeoffs", command, figures(report))
     return 0
 
 

@@ -1,6 +1,7 @@
 """What ``NoemaRunRecorder`` costs per run: a fake-model tool loop with and without it.
 
-    python -m benchmarks.recorder_overhead --runs 100 --output docs/benchmarks.md
+    python -m benchmarks.recorder_overhead --runs 100 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 The agent is the tool loop of ``tests/test_recorder.py``: a fake chat model asks
 for ``add``, then ``divide``, then answers (three model turns, two tool calls),
@@ -22,11 +23,9 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- recorder:begin -->", "<!-- recorder:end -->"
 EMBEDDERS = ("none", "e5")
@@ -172,33 +171,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--embedders", nargs="+", default=list(EMBEDDERS))
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    rows = []
+    figures = []
     for embedder in args.embedders:
         for mode, r in measure(embedder, args.runs, args.warmup).items():
-            overhead = r["with"] - r["without"]
-            share = r["write"] / overhead if overhead > 0 else float("nan")
-            rows.append(
-                f"| {embedder} | `{mode}` | {r['without']:.2f} | {r['with']:.2f} | "
-                f"{overhead:.2f} | {r['write']:.2f} | {share:.0%} | "
-                f"{r['callbacks'] - r['without']:.2f} |"
-            )
-            print(rows[-1], file=sys.stderr)
-    command = "python -m benchmarks.recorder_overhead " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
-    section = "\n".join(
+            figures.append({"embedder": embedder, "call": mode, **r})
+            print(figures[-1], file=sys.stderr)
+    rows = []
+    for f in figures:
+        overhead = f["with"] - f["without"]
+        share = f["write"] / overhead if overhead > 0 else float("nan")
+        rows.append(
+            f"| {f['embedder']} | `{f['call']}` | {f['without']:.2f} | {f['with']:.2f} | "
+            f"{overhead:.2f} | {f['write']:.2f} | {share:.0%} | "
+            f"{f['callbacks'] - f['without']:.2f} |"
+        )
+    command = f"python -m benchmarks.recorder_overhead --runs {args.runs} --warmup {args.warmup}"
+    if args.embedders != list(EMBEDDERS):
+        command += " --embedders " + " ".join(args.embedders)
+    text = section(
+        (BEGIN, END),
+        "Recording a LangChain run: the overhead of `NoemaRunRecorder`",
         [
-            BEGIN,
-            "## Recording a LangChain run: the overhead of `NoemaRunRecorder`",
-            "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}; load average "
-            f"{load[0]:.1f} before and {os.getloadavg()[0]:.1f} after (other jobs shared "
-            "the cores).",
-            f"Command: `{command.strip()}`",
-            "",
             "A fake-model tool loop (three model turns, two tool calls, in a `RunnableLambda`),",
             f"on a fresh SQLite mind per embedder: {args.runs:,} rounds (after {args.warmup} "
             "of warm-up), each running",
@@ -209,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             "overhead; *callbacks* is the run with the write skipped − *without*: following",
             "the runs, summarising the calls, building the episode and, under `ainvoke`,",
             "LangChain's hop of each callback to its executor thread.",
-            "",
+        ],
+        command,
+        [
             "| embedder | call | without | with | overhead | `record_episode` | share "
             "| callbacks |",
             "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -217,17 +215,18 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "- The overhead is the write. Inside it, with no embedder, most of the time is the",
             "  reconciler's write-time detection (`noema.memory.write.detect`), which compares",
-            "  each new episode with the most similar memories: here every run's episode is alike,",
-            "  a worst case. With `e5` the embedding of the rendered episode comes on top.",
+            "  each new episode with the most similar memories: here every run's episode is",
+            "  alike, a worst case. With `e5` the embedding of the rendered episode comes on top.",
             "- Under `ainvoke` the write runs in LangChain's executor thread, off the event",
             "  loop; the run's `await` still waits for it (the recorder's callbacks are",
             "  awaited), so the latency is the same, but other tasks keep running.",
-            END,
-        ]
+        ],
+        setting=f"; load average {load[0]:.1f} before and {os.getloadavg()[0]:.1f} after",
     )
-    print(section)
+    print(text)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "recorder-overhead", command, figures)
     return 0
 
 

@@ -3,7 +3,7 @@
     python -m benchmarks.reflect_scale                      # 2,000 episodes on 50 topics
     python -m benchmarks.reflect_scale --episodes 10000 --topics 50
     python -m benchmarks.reflect_scale --episodes 40 400 2000 10000 --topics 4 4 50 50 \
-        --runs 3 --locomo --output docs/benchmarks.md              # the docs' table
+        --runs 3 --locomo --output docs/benchmarks.md --results benchmarks/results
 
 Synthetic episodes (``--seed``): each is a short sentence on one of ``--topics``
 known topics: an opener ("Yesterday", "After work"), a person, one of 22
@@ -27,7 +27,7 @@ of that file, ``--runs`` times, each on a fresh copy. Reported:
   it rewrote (superseding the old ones) or extended, and the active summaries
   before and after it.
 
-``--locomo`` runs the same on LoCoMo (../shared/benchmarks/locomo): one mind per
+``--locomo`` runs the same on LoCoMo (``--locomo-data``, its locomo10.json): one mind per
 conversation, each dialog turn one episode (``"<speaker>: <text>"``, recorded at
 its session's date-time), each session a topic label. Sessions are not topics
 (one session wanders over several subjects, and subjects return in later
@@ -51,12 +51,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, verdict, write_section
 
 BEGIN, END = "<!-- reflect-scale:begin -->", "<!-- reflect-scale:end -->"
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "benchmarks" / "locomo" / "locomo10.json"
 START = datetime(2025, 1, 1, 8, 0, tzinfo=UTC)
+#: The case with a target: episodes, topics, the least purity, the least topics found.
+TARGET = (10_000, 50, 0.8, 45)
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -590,35 +592,17 @@ def render(
     runs: int,
 ) -> str:
     """The markdown section for docs/benchmarks.md."""
-    header = (
+    header = [
         "| case | episodes | labels | groups | purity | coverage | grouped | "
-        "consolidate s | grouping s |\n|---|---|---|---|---|---|---|---|---|"
-    )
-    lines = [
-        BEGIN,
-        "## Reflect at scale",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "One `Mind.consolidate` (offline method, `limit` = every episode) on a fresh SQLite",
-        "file holding the episodes (`benchmarks/reflect_scale.py` says how they are made).",
-        "Purity: the share of each group's members from its majority label, weighted by",
-        "group size; coverage: labels that are the majority of at least one group; grouped:",
-        "the share of episodes in some group. Times: the whole `consolidate` (read, group,",
-        "write through the reconciler) and the grouping alone (`plan_groups`), each the",
-        f"median of {runs} run(s) on fresh copies of the store.",
-        "",
-        "Synthetic topics (target at 10,000 episodes / 50 topics: purity >= 0.8, >= 45",
-        "topics found):",
-        "",
-        header,
+        "consolidate s | grouping s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    tables = ["Synthetic topics:", "", *header]
     for episodes, topics, timed in synthetic_results:
-        lines.append(_row(f"synthetic {episodes:,} / {topics}", timed))
+        tables.append(_row(f"synthetic {episodes:,} / {topics}", timed))
     incremental = [(e, t, x.incremental) for e, t, x in synthetic_results if x.incremental]
     if incremental:
-        lines += [
+        tables += [
             "",
             "Incremental: after the first run, new episodes on the same topics are added and",
             "a second run consolidates them. A group they join refines its summary: rewritten",
@@ -631,26 +615,68 @@ def render(
             "|---|---|---|---|---|---|---|---|",
         ]
         for episodes, topics, x in incremental:
-            lines.append(
+            tables.append(
                 f"| synthetic {episodes:,} / {topics} | {x['added']:,} | {x['scanned']:,} | "
                 f"{x['written']} | {x['superseded']} | {x['extended']} | {x['active_before']} -> "
                 f"{x['active_after']} | {x['seconds']:.2f} |"
             )
     if locomo_results:
-        lines += [
+        tables += [
             "",
             "LoCoMo: one mind per conversation, each dialog turn an episode, each session a",
             "label. Sessions are not topics (a session wanders, and subjects come back in",
-            "later ones), so purity and coverage against sessions are low; they are reported",
-            "as measured.",
+            "later ones), so purity and coverage against sessions are low; reported as",
+            "measured, the ten conversations summed (each one's row: `--results`).",
             "",
-            header,
+            *header,
+            _row("all 10 (sums; purity, grouped: weighted)", _total(locomo_results)),
         ]
-        for name, timed in locomo_results:
-            lines.append(_row(name, timed))
-        lines.append(_row("all 10 (sums; purity, grouped: weighted)", _total(locomo_results)))
-    lines.append(END)
-    return "\n".join(lines)
+    episodes, topics, purity, found = TARGET
+    targets = []
+    for e, t, timed in synthetic_results:
+        if (e, t) == (episodes, topics):
+            got = timed.scores
+            targets = [
+                f"Targets at {episodes:,} episodes on {topics} topics:",
+                f"- purity at least {purity}: {got.purity:.3f}, "
+                + verdict(got.purity, purity, most=False, digits=3),
+                f"- at least {found} topics found: {got.coverage}, "
+                + verdict(got.coverage, found, most=False),
+            ]
+    return section(
+        (BEGIN, END),
+        "Reflect at scale",
+        [
+            "One `Mind.consolidate` (offline method, `limit` = every episode) on a fresh SQLite",
+            "file holding the episodes (`benchmarks/reflect_scale.py` says how they are made).",
+            "Purity: the share of each group's members from its majority label, weighted by",
+            "group size; coverage: labels that are the majority of at least one group; grouped:",
+            "the share of episodes in some group. Times: the whole `consolidate` (read, group,",
+            "write through the reconciler) and the grouping alone (`plan_groups`), each the",
+            f"median of {runs} run(s) on fresh copies of the store.",
+        ],
+        command,
+        tables,
+        targets,
+    )
+
+
+def figures(
+    synthetic_results: Sequence[tuple[int, int, Timed]],
+    locomo_results: Sequence[tuple[str, Timed]],
+) -> list[dict[str, Any]]:
+    """Every case's scores and times, for the JSON figures."""
+    cases = [(f"synthetic {e} / {t}", timed) for e, t, timed in synthetic_results]
+    return [
+        {
+            "case": name,
+            **vars(timed.scores),
+            "consolidate_s": timed.consolidate_s,
+            "grouping_s": timed.grouping_s,
+            "incremental": timed.incremental,
+        }
+        for name, timed in [*cases, *locomo_results]
+    ]
 
 
 def _total(results: Sequence[tuple[str, Timed]]) -> Timed:
@@ -681,7 +707,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--more", type=float, default=0.1, help="share added for the second run")
     parser.add_argument("--locomo", action="store_true", help="also run on LoCoMo")
     parser.add_argument("--locomo-data", type=Path, default=LOCOMO)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     args = parser.parse_args(argv)
     topics = args.topics * len(args.episodes) if len(args.topics) == 1 else args.topics
     if len(topics) != len(args.episodes) or min(args.episodes) < 1 or args.runs < 1:
@@ -710,10 +736,12 @@ def main(argv: list[str] | None = None) -> int:
     parts += ["--runs", str(args.runs), "--more", str(args.more)]
     if args.locomo:
         parts.append("--locomo")
-    section = render(results, locomo, shlex.join(parts), args.runs)
+    command = shlex.join(parts)
+    text = render(results, locomo, command, args.runs)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
-    print(section)
+        write_section(args.output, text, BEGIN, END)
+    print(text)
+    save(args.results, "reflect-scale", command, figures(results, locomo))
     return 0
 
 

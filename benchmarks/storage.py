@@ -1,6 +1,7 @@
 """Storage benchmark: batch write rate, text recall latency and peak RSS on SQLite.
 
-    python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md
+    python -m benchmarks.storage --sizes 10000 100000 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 Each size runs in a fresh subprocess on a fresh database file, so peak RSS is
 that size's own. Memories and queries are synthetic and deterministic (seeded):
@@ -13,25 +14,29 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import platform
 import random
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from benchmarks.report import add_options, publish, save, section, verdict
 
 SEED = 20261130
 VOCABULARY = 20_000
 QUERIES = 300
 BEGIN, END = "<!-- storage:begin -->", "<!-- storage:end -->"
+#: The store size the targets are set for.
+TARGET_SIZE = 100_000
+#: The least batch-write rate at ``TARGET_SIZE``, memories/s.
+WRITE_TARGET = 20_000
+#: The longest a text recall may take at ``TARGET_SIZE``, its p95 in ms.
+P95_TARGET_MS = 10
 
 PEOPLE = ["Ada", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivo", "June"]
 VERBS = ["mentioned", "fixed", "asked about", "planned", "reviewed", "moved", "booked", "lost"]
@@ -146,79 +151,46 @@ def run_one(size: int, batch: int) -> dict[str, Any]:
     }
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version}, {platform.system()} {platform.release()}"
-    )
-
-
 def render(results: list[dict[str, Any]], command: str) -> str:
-    lines = [
-        BEGIN,
-        "## Storage: batch write and text recall on SQLite",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}`",
-        "",
-        "Synthetic deterministic memories (a Zipf vocabulary whose head is English",
-        "function words, 6-14 words, one tag), written with `Mind.remember_many` through",
-        "the full reconciler (validation done before timing; hashing, dedup lookups, key",
-        "handling, FTS indexing, one `memory_created` event and one audit entry per",
-        "memory). Recall: 300 questions of 1-3 function words and 1-2 content words, 30%",
-        "naming a person, limit 10; `recall` reinforces and logs each result, `peek` only",
-        "reads. Medians and p95 of one run each.",
-        "",
-        "| memories | batch | write (memories/s) | recall p50 | recall p95 | peek p50 | peek p95 "
-        "| verify | db size | peak RSS |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    rows = [
+        f"| {r['size']:,} | {r['batch']:,} | {r['write_per_s']:,.0f} | "
+        f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms | "
+        f"{r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
+        f"{r['verify_seconds']:.1f} s{'' if r['verify_ok'] else ' FAILED'} | "
+        f"{r['db_mb']:.0f} MB | {r['peak_rss_mb']:.0f} MB |"
+        for r in results
     ]
-    for r in results:
-        lines.append(
-            f"| {r['size']:,} | {r['batch']:,} | {r['write_per_s']:,.0f} | "
-            f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms | "
-            f"{r['peek_p50_ms']:.2f} ms | {r['peek_p95_ms']:.2f} ms | "
-            f"{r['verify_seconds']:.1f} s{'' if r['verify_ok'] else ' FAILED'} | "
-            f"{r['db_mb']:.0f} MB | {r['peak_rss_mb']:.0f} MB |"
-        )
-    lines += ["", "Targets (issue 2), at the largest size measured:"]
     largest = max(results, key=lambda r: r["size"])
-    for label, value, target, unit, ok in (
-        (
-            "batch write",
-            largest["write_per_s"],
-            20_000,
-            "memories/s",
-            largest["write_per_s"] >= 20_000,
-        ),
-        ("text recall p95", largest["recall_p95_ms"], 10, "ms", largest["recall_p95_ms"] <= 10),
-    ):
-        verdict = "met" if ok else "missed"
-        lines.append(
-            f"- {label}: {value:,.1f} {unit} against {target:,} {unit}: **{verdict}** "
-            f"(at {largest['size']:,} memories)"
-        )
-    lines.append(END)
-    return "\n".join(lines)
-
-
-def write_section(path: Path, section: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace the section between ``begin`` and ``end`` in ``path``, or append it."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+    write, p95 = largest["write_per_s"], largest["recall_p95_ms"]
+    return section(
+        (BEGIN, END),
+        "Storage: batch write and text recall on SQLite",
+        [
+            "Synthetic deterministic memories (a Zipf vocabulary whose head is English",
+            "function words, 6-14 words, one tag), written with `Mind.remember_many` through",
+            "the full reconciler (validation done before timing; hashing, dedup lookups, key",
+            "handling, FTS indexing, one `memory_created` event and one audit entry per",
+            "memory); no embedder. Recall: 300 questions of 1-3 function words and 1-2",
+            "content words, 30% naming a person, limit 10; `recall` reinforces and logs each",
+            "result, `peek` only reads. Medians and p95 of one run; each size in a fresh process.",
+        ],
+        command,
+        [
+            "| memories | batch | write (memories/s) | recall p50 | recall p95 | peek p50 "
+            "| peek p95 | verify | db size | peak RSS |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+        ],
+        [
+            f"Targets at {largest['size']:,} memories"
+            + ("" if largest["size"] == TARGET_SIZE else f" (set for {TARGET_SIZE:,})")
+            + ":",
+            f"- batch write at least {WRITE_TARGET:,}/s: {write:,.0f}/s, "
+            + verdict(write, WRITE_TARGET, most=False, unit="/s"),
+            f"- text recall p95 at most {P95_TARGET_MS} ms: {p95:.2f} ms, "
+            + verdict(p95, P95_TARGET_MS, most=True, unit=" ms", digits=2),
+        ],
+    )
 
 
 def child_result(module: str, *args: str, quiet: bool = True) -> Any:
@@ -245,19 +217,11 @@ def child_result(module: str, *args: str, quiet: bool = True) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def publish(section: str, output: Path | None, begin: str = BEGIN, end: str = END) -> None:
-    """Write ``section`` into the markdown file ``output``, or print it when there is none."""
-    if output:
-        write_section(output, section, begin, end)
-    else:
-        print(section)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--batch", type=int, default=1_000)
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -276,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.storage " + " ".join(
         ["--sizes", *map(str, args.sizes), "--batch", str(args.batch)]
     )
-    section = render(results, command)
-    publish(section, args.output)
+    publish(render(results, command), args.output, BEGIN, END)
+    save(args.results, "storage", command, results)
     return 0
 
 

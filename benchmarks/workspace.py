@@ -1,6 +1,7 @@
 """Workspace benchmark: cycles per second and observation-to-encoded latency.
 
-    python -m benchmarks.workspace --memories 100000 --cycles 300 --output docs/benchmarks.md
+    python -m benchmarks.workspace --memories 100000 --cycles 300 --output docs/benchmarks.md \
+        --results benchmarks/results
 
 A mind is filled with synthetic memories (the storage benchmark's generator),
 then fed one synthetic observation per cycle through the built-in processes.
@@ -17,17 +18,10 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.storage import (
-    PEOPLE,
-    SEED,
-    _percentile,
-    machine,
-    synthetic_memories,
-    write_section,
-)
+from benchmarks.report import add_options, save, section, write_section
+from benchmarks.storage import PEOPLE, SEED, _percentile, synthetic_memories
 
 BEGIN, END = "<!-- workspace:begin -->", "<!-- workspace:end -->"
 
@@ -97,29 +91,26 @@ def run(memories: int, cycles: int) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any], command: str) -> str:
-    return "\n".join(
+    return section(
+        (BEGIN, END),
+        "Workspace: cycles per second and observation-to-encoded latency",
         [
-            BEGIN,
-            "## Workspace: cycles per second and observation-to-encoded latency",
-            "",
-            f"Measured on {machine()}.",
-            f"Command: `{command}`",
-            "",
             f"A mind holding {result['memories']:,} synthetic memories; one observation per",
             f"cycle, {result['cycles']} cycles, processes: {result['processes']}. A cycle logs",
             "the observation, asks every process for candidates (retrieve runs a recall per",
             "observation), scores them, updates working memory, broadcasts the winners (attend",
             "writes the memory, retrieve reinforces what it recalled) and commits the cycle's",
             "events and snapshot. Reflect consolidates every 10 cycles in a worker thread.",
-            "Latency runs from the start of the cycle to attend's commit. One run.",
-            "",
+            "Latency runs from the start of the cycle to attend's commit. One run, no embedder.",
+        ],
+        command,
+        [
             "| memories | cycles/s | cycle p50 | encoded | obs→encoded p50 | obs→encoded p95 |",
             "|---:|---:|---:|---:|---:|---:|",
             f"| {result['memories']:,} | {result['cycles_per_s']:.1f} | "
             f"{result['cycle_p50_ms']:.2f} ms | {result['encoded']}/{result['cycles']} | "
             f"{result['latency_p50_ms']:.2f} ms | {result['latency_p95_ms']:.2f} ms |",
-            END,
-        ]
+        ],
     )
 
 
@@ -127,14 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--cycles", type=int, default=300)
-    parser.add_argument("--output", type=Path)
+    add_options(parser)
     args = parser.parse_args(argv)
     result = run(args.memories, args.cycles)
     command = f"python -m benchmarks.workspace --memories {args.memories} --cycles {args.cycles}"
-    section = render(result, command)
-    print(section)
+    text = render(result, command)
+    print(text)
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
+    save(args.results, "workspace", command, [result])
     return 0
 
 

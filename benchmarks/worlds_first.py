@@ -1,6 +1,6 @@
-"""LoCoMo with each session as a world: worlds-first against flat recall (issue 17).
+"""LoCoMo with each session as a world: worlds-first against flat recall.
 
-    python -m benchmarks.worlds_first --output docs/benchmarks.md
+    python -m benchmarks.worlds_first --output docs/benchmarks.md --results benchmarks/results
     python -m benchmarks.worlds_first --limit 1 --embedder hash:384
 
 The LoCoMo protocol of ``benchmarks.locomo`` (one fresh SQLite mind per
@@ -31,7 +31,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +38,13 @@ from benchmarks.locomo import (
     DEFAULT_DATA,
     GROUPS,
     LIMIT,
-    REPO,
     Conversation,
     Outcome,
     load,
     score,
     summarise,
 )
-from benchmarks.storage import machine, write_section
+from benchmarks.report import add_options, save, section, write_section
 
 BEGIN, END = "<!-- worlds-first:begin -->", "<!-- worlds-first:end -->"
 #: Attention temperatures compared on the world choice (the shipped one is marked).
@@ -246,24 +244,7 @@ def render(tally: Tally, modes: Sequence[str], command: str, embedder: str) -> s
 
     c = tally.counts
     groups = [g for g in GROUPS if g != "1-4"]
-    lines = [
-        BEGIN,
-        "## Worlds-first recall: LoCoMo with each session as a world",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine()}.",
-        f"Command: `{command}` (embedder `{embedder}`; {c['seconds']} s).",
-        "",
-        f"{c['conversations']} conversations, {c['turns']:,} turns ({c['memories']:,} memories),"
-        f" {c['worlds']} session worlds, {c['questions']:,} questions. The LoCoMo protocol"
-        " (`benchmarks.locomo`), each turn remembered into the world"
-        " `<sample_id>/session_<n>` of its session. `flat`: the default weighted recall over"
-        ' the whole mind; `mean-N` / `attention-N`: `strategy="worlds-first"` inside the N'
-        " best worlds by the cosine with their mean vector, or with their members pooled by"
-        f" attention (τ = {ATTENTION_TEMPERATURE:g}, over the best {SHORTLIST_FACTOR}·N by"
-        " mean). Latency: `Recaller.recall` with the query vector given, nothing written"
-        f" (embedding the query took p50 {_ms(tally.embed_seconds, 0.5):.1f} ms more, in"
-        " every mode).",
-        "",
+    tables = [
         "Recall of evidence turns (recall@k, as `benchmarks.locomo`):",
         "",
         "| mode | 1-4 R@5 | 1-4 R@10 | "
@@ -276,13 +257,11 @@ def render(tally: Tally, modes: Sequence[str], command: str, embedder: str) -> s
         cells = [f"{rows['1-4']['recall@5']:.3f}", f"{rows['1-4']['recall@10']:.3f}"]
         cells += [f"{rows[g]['recall@10']:.3f}" for g in groups]
         cells += [f"{_ms(tally.latency[m], 0.5):.1f}", f"{_ms(tally.latency[m], 0.95):.1f}"]
-        lines.append(f"| `{m}` | " + " | ".join(cells) + " |")
+        tables.append(f"| `{m}` | " + " | ".join(cells) + " |")
     n14 = summarise(tally.outcomes[modes[0]], GROUPS["1-4"])["n"]
-    lines += [
+    tables += [
         "",
-        f"n = {n14:,} in categories 1-4. Recall@25 and @50 of every mode are in the JSON"
-        " output (`--json`).",
-        "",
+        f"n = {n14:,} in categories 1-4 (recall@25 and @50 of every mode: `--results`).",
         "The world choice alone: the share of a question's gold sessions among the N"
         " chosen worlds (all categories), and the time of `best_worlds` for N = 3:",
         "",
@@ -293,9 +272,45 @@ def render(tally: Tally, modes: Sequence[str], command: str, embedder: str) -> s
         cells = [f"{statistics.fmean(tally.choice[(label, n)]):.3f}" for n in WORLD_LIMITS]
         times = tally.choice_latency[label]
         cells += [f"{_ms(times, 0.5):.2f}", f"{_ms(times, 0.95):.2f}"]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines.append(END)
-    return "\n".join(lines)
+        tables.append(f"| {label} | " + " | ".join(cells) + " |")
+    return section(
+        (BEGIN, END),
+        "Worlds-first recall: LoCoMo with each session as a world",
+        [
+            f"{c['conversations']} conversations, {c['turns']:,} turns ({c['memories']:,}"
+            f" memories), {c['worlds']} session worlds, {c['questions']:,} questions. The"
+            " LoCoMo protocol (`benchmarks.locomo`), each turn remembered into the world"
+            " `<sample_id>/session_<n>` of its session. `flat`: the default weighted recall over"
+            ' the whole mind; `mean-N` / `attention-N`: `strategy="worlds-first"` inside the N'
+            " best worlds by the cosine with their mean vector, or with their members pooled by"
+            f" attention (τ = {ATTENTION_TEMPERATURE:g}, over the best {SHORTLIST_FACTOR}·N by"
+            " mean). Latency: `Recaller.recall` with the query vector given, nothing written"
+            f" (embedding the query took p50 {_ms(tally.embed_seconds, 0.5):.1f} ms more, in"
+            f" every mode). Embedder `{embedder}`; {c['seconds']} s in all.",
+        ],
+        command,
+        tables,
+    )
+
+
+def figures(tally: Tally, modes: Sequence[str]) -> list[dict[str, Any]]:
+    """Every mode's recall@k by category with its latency, and the world choice's share."""
+    rows: list[dict[str, Any]] = [
+        {
+            "mode": m,
+            "categories": label,
+            **summarise(tally.outcomes[m], cats),
+            "p50_ms": _ms(tally.latency[m], 0.5),
+            "p95_ms": _ms(tally.latency[m], 0.95),
+        }
+        for m in modes
+        for label, cats in GROUPS.items()
+    ]
+    rows += [
+        {"pooling": label, "worlds": n, "gold_sessions": statistics.fmean(shares)}
+        for (label, n), shares in tally.choice.items()
+    ]
+    return rows
 
 
 def to_json(tally: Tally, modes: Sequence[str]) -> dict[str, Any]:
@@ -320,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
-    parser.add_argument("--output", type=Path, help="markdown file to update")
+    add_options(parser)
     parser.add_argument("--json", type=Path, help="write the figures as JSON here too")
     parser.add_argument("--mode", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--limit", type=int, help="only the first N conversations")
@@ -335,24 +350,23 @@ def main(argv: list[str] | None = None) -> int:
     from noema.embeddings import load_embedder
 
     loaded = load_embedder(args.embedder)
-    try:
-        data_shown = f"../{args.data.resolve().relative_to(REPO.parent)}"
-    except ValueError:
-        data_shown = str(args.data)
-    parts = ["python", "-m", "benchmarks.worlds_first", "--data", data_shown]
+    # The data set is not in the repository: the report names the file, not this machine's path.
+    parts = ["python", "-m", "benchmarks.worlds_first", "--data", args.data.name]
     if args.mode != list(MODES):
         parts += ["--mode", *args.mode]
     if args.limit:
         parts += ["--limit", str(args.limit)]
     if args.embedder != "auto":
         parts += ["--embedder", args.embedder]
-    section = render(tally, args.mode, shlex.join(parts), loaded.model if loaded else args.embedder)
+    command = shlex.join(parts)
+    text = render(tally, args.mode, command, loaded.model if loaded else args.embedder)
     if args.json:
         args.json.write_text(json.dumps(to_json(tally, args.mode), indent=1) + "\n")
     if args.output:
-        write_section(args.output, section, BEGIN, END)
+        write_section(args.output, text, BEGIN, END)
     else:
-        print(section)
+        print(text)
+    save(args.results, "worlds-first", command, figures(tally, args.mode))
     return 0
 
 
