@@ -25,6 +25,7 @@ import inspect
 import io
 import json
 import sys
+import typing
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Annotated, Any, TypeVar
@@ -43,14 +44,16 @@ from mcp_types import (
     InputRequiredResult,
     JSONRPCError,
 )
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from noema._arguments import argument_error
 from noema.async_mind import AsyncMind
 from noema.errors import NoemaError
 from noema.mind import Mind
 from noema.operations import OPERATIONS, Operation, answer
+from noema.operations.fields import Request
 
 __all__ = ["NoemaServer", "build_server"]
 
@@ -267,6 +270,8 @@ def _parameter(name: str, info: FieldInfo) -> inspect.Parameter:
     annotation: Any = Annotated[
         (info.annotation, *info.metadata, Field(description=info.description))
     ]
+    if _holds_request(info.annotation):
+        annotation = Annotated[annotation, BeforeValidator(_as_json(annotation))]
     default = (
         inspect.Parameter.empty
         if info.is_required()
@@ -275,3 +280,32 @@ def _parameter(name: str, info: FieldInfo) -> inspect.Parameter:
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
+
+
+def _holds_request(annotation: Any) -> bool:
+    """Whether ``annotation`` is, or holds, a request model (a remember's links, a batch)."""
+    if isinstance(annotation, type) and issubclass(annotation, Request):
+        return True
+    return any(_holds_request(argument) for argument in typing.get_args(annotation))
+
+
+def _as_json(annotation: Any) -> Callable[[Any], Any]:
+    """What checks a tool argument that holds request models as REST checks its JSON.
+
+    The SDK checks arguments as Python values, where a strict model takes no
+    string for an enum (``"success"`` for an ``Outcome``); read as the JSON it
+    came as, it does, and the models come out checked.
+    """
+    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+
+    def check(value: Any) -> Any:
+        try:
+            return adapter.validate_json(json.dumps(value))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise PydanticCustomError(
+                "request", "{where}: {msg}", {"where": where, "msg": error["msg"]}
+            ) from None
+
+    return check
