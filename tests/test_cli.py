@@ -1090,6 +1090,27 @@ def test_decay_plain_and_json(noema: Cli) -> None:
     assert total(noema) == 2  # decay never deletes
 
 
+def test_consolidate_plain_and_json(noema: Cli) -> None:
+    for when in ("on Friday evening", "again on Monday", "after the outage"):
+        remember(noema, f"Ada deployed the billing service {when}", "--kind", "episodic")
+    result = noema("consolidate", "--json")
+    assert result.code == 0, result.err
+    report = result.json()
+    assert (report["scanned"], report["groups"], report["skipped"]) == (3, 1, [])
+    [summary] = report["created"]
+    assert summary["kind"] == "semantic" and "billing" in summary["content"]
+    assert report["event_id"] and report["contradictions"] == report["proposals"] == []
+    assert total(noema) == 4  # the summary, beside the episodes it is derived from
+    again = noema("consolidate")  # idempotent: nothing new to read
+    assert again.code == 0, again.err
+    assert again.out == (
+        "consolidated 0 episodes in 0 groups: 0 new memories, 0 procedures, "
+        "0 contradictions, 0 proposals, 0 groups skipped\n"
+    )
+    assert_usage_error(noema("consolidate", "--min-group", "1"), "min_group", "--min-group")
+    assert total(noema) == 4
+
+
 def test_stats_json_counts_by_kind_and_status(noema: Cli) -> None:
     assert noema("stats", "--json").json() == {
         "mind": "default",

@@ -331,6 +331,12 @@ def test_every_route_answers_as_its_document_says(live: Live, clock: ManualClock
     both_runs = api.ok("recall_episodes", mind="ada", json={"query": "deploy", "peek": True})
     assert len(both_runs["results"]) == 2
     assert api.ok("episode_stats", mind="ada", params={"role": "ops"})["episodes"] == 2
+    runs = [{"task": "Rotate the staging keys", "outcome": "partial", "channel": "user"}]
+    [rotated] = api.ok("record_episodes", mind="ada", json={"episodes": runs})["episodes"]
+    assert api.ok("get", mind="ada", id=rotated["id"])["channel"] == "user"
+    batch = [{"content": "Ada plays the cello"}, {"content": "Ada sings bass", "tags": ["music"]}]
+    written = api.ok("remember_many", mind="ada", json={"memories": batch})["memories"]
+    assert [m["content"] for m in written] == ["Ada plays the cello", "Ada sings bass"]
 
     both.ok("remember", mind="bob", json={"content": "Bob keeps the Lisbon office keys"})
     peer = both.ok("federate", mind="ada", json={"name": "bob", "mind": "bob"})
@@ -811,6 +817,42 @@ def test_a_change_the_state_forbids_is_a_409(live: Live) -> None:
     again = api.error("retract", 409, mind="ada", id=kept["id"], json={"reason": "again"})
     assert "already retracted" in again["error"]
     api.error("supersede", 409, mind="ada", id=kept["id"], json={"content": "Ada lives in Porto"})
+
+
+def test_a_batch_writes_every_item_or_none(live: Live) -> None:
+    api = Api(live, TOKEN_A)
+    three = [{"content": f"Ada visited city number {n}", "kind": "episodic"} for n in (1, 2, 3)]
+    written = api.ok("remember_many", mind="ada", json={"memories": three})["memories"]
+    assert [m["content"] for m in written] == [m["content"] for m in three]
+    assert {m["channel"] for m in written} == {"tool"}
+    assert counts(api, "ada")[0] == 3
+    assert api.error("get", 404, mind="ada", id="batch")["error"]  # a GET is still `get`
+
+    before = counts(api, "ada")
+    credential = [{"content": "Ada likes jazz"}, {"content": "my password is hunter2"}]
+    too_long = [{"content": "Ada likes jazz"}, {"content": "x" * 100_001}]
+    refused = api.error("remember_many", 422, mind="ada", json={"memories": credential})
+    assert refused["error"].startswith("item 2: content: the text holds a credential"), refused
+    for memories, field in (
+        (too_long, "memories.1.content"),
+        ([{"content": "Ada likes jazz", "force": True}], "memories.0.force"),
+        ([{"content": "Ada likes jazz", "at": "2026-01-01"}], "memories.0.at"),
+        ([], "memories"),
+        ([{"content": "Ada likes jazz"}] * 1_001, "memories"),
+    ):
+        error = api.error("remember_many", 422, mind="ada", json={"memories": memories})
+        assert error["field"] == field, error
+    episodes = [
+        {"task": "Ship the release", "outcome": "success"},
+        {"task": "Ship it again", "outcome": "maybe"},
+    ]
+    error = api.error("record_episodes", 422, mind="ada", json={"episodes": episodes})
+    assert error["field"] == "episodes.1.outcome", error
+    assert counts(api, "ada") == before
+
+    recorded = api.ok("record_episodes", mind="ada", json={"episodes": episodes[:1] * 2})
+    assert [e["task"] for e in recorded["episodes"]] == ["Ship the release"] * 2
+    assert counts(api, "ada")[0] == before[0] + 1  # the same run twice is reinforced
 
 
 def test_what_json_and_http_allow_is_taken(live: Live) -> None:

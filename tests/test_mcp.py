@@ -26,6 +26,7 @@ TOOLS = {
     "stats",
     "recall",
     "remember",
+    "remember_many",
     "timeline",
     "get",
     "fact",
@@ -51,6 +52,7 @@ TOOLS = {
     "unlink_worlds",
     "world",
     "record_episode",
+    "record_episodes",
     "episodes",
     "recall_episodes",
     "episode_stats",
@@ -134,6 +136,33 @@ def test_remember_recall_get_and_timeline_end_to_end(mind: Mind) -> None:
     memory = mind.recall("Ada", peek=True)[0].memory
     assert memory.access_count == 1 and memory.tags == ("people",)
     assert mind.verify().ok
+
+
+def test_a_batch_tool_writes_every_item_or_none(mind: Mind) -> None:
+    async def script(s: Session) -> None:
+        batch = [
+            {"content": "Ada plays the cello"},
+            {"content": "Ada sings bass", "kind": "episodic"},
+        ]
+        written = (await s.ok("remember_many", memories=batch))["memories"]
+        assert [(m["content"], m["kind"]) for m in written] == [
+            ("Ada plays the cello", "semantic"),
+            ("Ada sings bass", "episodic"),
+        ]
+        link = {"relation": "related_to", "target": written[0]["id"]}  # a model inside an item
+        linked = {"content": "Ada tunes the cello weekly", "links": [link]}
+        assert len((await s.ok("remember_many", memories=[linked]))["memories"]) == 1
+        refused = [{"content": "Ada hums"}, {"content": "my password is hunter2"}]
+        assert "item 2: content:" in await s.error("remember_many", memories=refused)
+        runs = [{"task": "Tune the cello", "outcome": "success"}, {"task": "x", "outcome": "?"}]
+        assert "record_episodes: episodes: 1.outcome: " in await s.error(
+            "record_episodes", episodes=runs
+        )
+        recorded = (await s.ok("record_episodes", episodes=runs[:1]))["episodes"]
+        assert [e["task"] for e in recorded] == ["Tune the cello"]
+
+    drive(mind, script)
+    assert mind.stats()["total"] == 4
 
 
 def test_fact_reads_the_memory_a_key_holds(mind: Mind, clock: ManualClock) -> None:

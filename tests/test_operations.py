@@ -31,8 +31,9 @@ from noema.operations import BY_NAME, OPERATIONS, Operation, answer
 from tests.test_access import TOKEN_BOTH, Server
 from tests.test_http import Api
 
-#: The field an operation is about, which the Python method takes first, by position.
-SUBJECTS = ("id", "name", "key", "path")
+#: The field an operation is about (or the batch it writes), which the Python method
+#: takes first, by position.
+SUBJECTS = ("id", "name", "key", "path", "memories")
 #: What an operator's operation takes besides its ``Mind`` method's arguments: the file
 #: it opens for the method, and the confirmation (or dry run) of what cannot be undone.
 OPERATOR_FIELDS = {"file", "dry_run", "yes"}
@@ -212,6 +213,7 @@ def _operator_samples(tmp_path: Path, memory_id: str) -> dict[str, dict[str, Any
         "decay": {},
         "embed_missing": {},
         "reindex": {},
+        "consolidate": {"min_group": 2},
         "checkpoint": {"file": head},
         "verify_against": {"against": head},
         "export_file": {"file": dump},

@@ -120,20 +120,40 @@ def api(live: tuple[Live, Seeded]) -> Any:
         # policy (its config), which refuses low confidence.
         body = case.body if isinstance(case.body, dict) else {}
         if case.path.endswith("/memories") and case.method == "POST":
-            confidence = body.get("confidence")
-            return not (isinstance(confidence, int | float) and confidence < floor)
+            return _confident(body, floor)
+        if case.path.endswith("/memories/batch"):
+            return all(_confident(item, floor) for item in _items(body, "memories"))
         if case.path.endswith(("/worlds/link", "/worlds/unlink")) and "src" in body:
             return _world(body["src"]) != _world(body.get("dst"))
         if case.path.endswith("/episodes") and case.method == "POST":
-            actions = body.get("actions")
-            actions = actions if isinstance(actions, list) else []
-            tools = {str(a.get("tool")) for a in actions if isinstance(a, dict)}
-            return len(tools) <= MAX_EPISODE_TOOLS
+            return _few_tools(body)
+        if case.path.endswith("/episodes/batch"):
+            return all(_few_tools(item) for item in _items(body, "episodes"))
         if case.path.endswith("/peers") and case.method == "POST":
             return body.get("mind") != (case.path_parameters or {}).get("mind")
         return True
 
     return loaded
+
+
+def _items(body: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """The objects of a batch's list ``field`` (none when it is no list)."""
+    items = body.get(field)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _confident(memory: dict[str, Any], floor: float) -> bool:
+    """Whether a memory's confidence, if given, meets the write policy's ``floor``."""
+    confidence = memory.get("confidence")
+    return not (isinstance(confidence, int | float) and confidence < floor)
+
+
+def _few_tools(episode: dict[str, Any]) -> bool:
+    """Whether an episode's actions call at most ``MAX_EPISODE_TOOLS`` distinct tools."""
+    actions = episode.get("actions")
+    actions = actions if isinstance(actions, list) else []
+    tools = {str(a.get("tool")) for a in actions if isinstance(a, dict)}
+    return len(tools) <= MAX_EPISODE_TOOLS
 
 
 def _world(path: Any) -> Any:

@@ -64,7 +64,8 @@ class EpisodesPart(MindBase):
         """Record many episodes (an import, a backfill) as ``remember_many`` writes memories.
 
         Every episode is checked before the first is written, so one bad episode
-        writes nothing; the error names it (``episode 3: ...``).
+        writes nothing; the error names it (``episode 3: ...``). An episode given
+        as a mapping may name its own ``channel``; the others are on ``channel``.
         """
         if isinstance(episodes, str | bytes | Mapping) or not isinstance(episodes, Iterable):
             kind = type(episodes).__name__
@@ -84,8 +85,10 @@ class EpisodesPart(MindBase):
         if isinstance(data, Episode):
             episode = data
         elif isinstance(data, Mapping):
+            fields = dict(data)
+            channel = fields.pop("channel", channel)
             try:
-                episode = Episode.model_validate(dict(data))
+                episode = Episode.model_validate(fields)
             except ValidationError as exc:
                 raise from_validation(exc, what=what) from None
         else:

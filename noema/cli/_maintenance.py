@@ -1,6 +1,6 @@
 """The commands that look after a mind as a whole.
 
-decay, embed-missing, reindex, verify, checkpoint, export, import, stats, health
+decay, embed-missing, reindex, consolidate, verify, checkpoint, export, import, stats, health
 and forget: each the operation of ``noema.operations`` it names, its options
 made from the request. The operator's (``noema.operations.upkeep``) open the
 files named on the command line; what they say beside data they write on
@@ -12,15 +12,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noema.cli import _render as render
 from noema.cli._derived import Aside, dest, operate
 from noema.memory.upkeep.verify_checks import VerifyReport
 from noema.operations.upkeep import Forgotten, Planned, file_of
 
+if TYPE_CHECKING:
+    from noema.memory.upkeep.consolidate import ReflectReport
+
 __all__ = [
     "cmd_checkpoint",
+    "cmd_consolidate",
     "cmd_decay",
     "cmd_embed_missing",
     "cmd_export",
@@ -59,6 +63,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         ],
         progress="indexing",
     )
+
+
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    """``noema consolidate``: groups of related episodes become semantic or procedural memories."""
+    return operate(args, "consolidate", _consolidated)
+
+
+def _consolidated(report: ReflectReport, now: datetime) -> list[str]:
+    return [
+        f"consolidated {report.scanned} episodes in {report.groups} groups: "
+        f"{len(report.created)} new memories, {len(report.procedures)} procedures, "
+        f"{len(report.contradictions)} contradictions, {len(report.proposals)} proposals, "
+        f"{len(report.skipped)} groups skipped"
+    ]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -302,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
             "rebuild entity links and expanded keys (graph, keys lanes) and world vectors",
         ),
         (
+            "consolidate",
+            "consolidate",
+            "turn groups of related episodes into semantic or procedural memories",
+        ),
+        (
             "verify",
             "verify_against",
             "check the audit chain, and every memory and edge against its events",

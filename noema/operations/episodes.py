@@ -16,9 +16,18 @@ if TYPE_CHECKING:
 __all__ = ["OPERATIONS"]
 
 
-def _record_episode(mind: Mind, request: q.EpisodeRequest) -> EpisodeRecord:
+def _episode_fields(request: q.EpisodeRequest) -> dict[str, Any]:
+    """The episode ``request`` gives, with its channel: one item of ``Mind.record_episodes``."""
     fields = request.model_dump(exclude={"channel"}, exclude_none=True)
-    return mind.record_episode(fields, channel=Channel(request.channel))
+    return {**fields, "channel": Channel(request.channel)}
+
+
+def _record_episode(mind: Mind, request: q.EpisodeRequest) -> EpisodeRecord:
+    return mind.record_episode(_episode_fields(request))
+
+
+def _record_episodes(mind: Mind, request: q.RecordEpisodesRequest) -> list[EpisodeRecord]:
+    return mind.record_episodes([_episode_fields(item) for item in request.episodes])
 
 
 def _episode_reply(mind: Mind, record: EpisodeRecord) -> dict[str, Any]:
@@ -61,6 +70,21 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         reply=_episode_reply,
         cli=Cli(("episode", "record"), request=q.OperatorEpisodeRequest),
+    ),
+    Operation(
+        "record_episodes",
+        "Record a batch of agent runs, all or none: each as `record_episode` takes it.",
+        q.RecordEpisodesRequest,
+        r.EpisodesOut,
+        _record_episodes,
+        writes=True,
+        route=Route("POST", "/episodes/batch", "episodes", status=201),
+        description=(
+            "Every episode is checked before the first is written: one bad episode writes "
+            "none, and the error names it (`episode 3: ...`). The episodes come back in the "
+            "order given."
+        ),
+        reply=_episodes_reply,
     ),
     Operation(
         "episodes",

@@ -40,26 +40,37 @@ def given_filters(request: Any, *names: str) -> dict[str, Any]:
     return chosen
 
 
-def _remember(mind: Mind, request: q.RememberRequest) -> Memory:
+def _memory_fields(request: q.RememberRequest) -> dict[str, Any]:
+    """What ``Mind.remember`` takes for ``request``: one item of ``Mind.remember_many`` too."""
     links = [
         Link(relation=k.relation, target=k.target, confidence=k.confidence) for k in request.links
     ]
-    fields = request.model_dump(exclude={"links", "channel", "world"})
-    return mind.remember(
-        **fields,
-        channel=Channel(request.channel),
-        links=links,
-        world=ROOT_WORLD if request.world is None else request.world,
-    )
+    return {
+        **request.model_dump(exclude={"links", "channel", "world"}),
+        "channel": Channel(request.channel),
+        "links": links,
+        "world": ROOT_WORLD if request.world is None else request.world,
+    }
+
+
+def _remember(mind: Mind, request: q.RememberRequest) -> Memory:
+    return mind.remember(**_memory_fields(request))
+
+
+def _remember_many(mind: Mind, request: q.RememberManyRequest) -> list[Memory]:
+    return mind.remember_many([_memory_fields(item) for item in request.memories])
+
+
+def _memories_reply(mind: Mind, memories: list[Memory]) -> dict[str, Any]:
+    now = mind.clock.now()
+    return {"memories": [memory_json(mind, memory, now) for memory in memories]}
 
 
 def _timeline(mind: Mind, request: q.MemoriesRequest) -> dict[str, Any]:
     filters = RecallFilters.model_validate(
         given_filters(request, *LIST_FILTERS, "key", "since", "until")
     )
-    found = mind.timeline(filters, limit=request.limit)
-    now = mind.clock.now()
-    return {"memories": [memory_json(mind, memory, now) for memory in found]}
+    return _memories_reply(mind, mind.timeline(filters, limit=request.limit))
 
 
 def _get(mind: Mind, request: q.GetRequest) -> dict[str, Any]:
@@ -152,6 +163,22 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         reply=_memory_reply,
         cli=Cli(("remember",), positional=("content",), request=q.OperatorRememberRequest),
+    ),
+    Operation(
+        "remember_many",
+        "Remember a batch of things, all or none: each as `remember` takes it.",
+        q.RememberManyRequest,
+        r.MemoriesOut,
+        _remember_many,
+        writes=True,
+        route=Route("POST", "/memories/batch", "memories", status=201),
+        description=(
+            "Every memory is checked, and checked against the write policy, before the "
+            "first is written: one refused memory writes none, and the error names it "
+            "(`item 3: ...`). The memories come back in the order given; identical active "
+            "content is reinforced instead."
+        ),
+        reply=_memories_reply,
     ),
     Operation(
         "timeline",

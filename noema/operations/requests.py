@@ -30,6 +30,7 @@ from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, 
 from noema._arguments import MAX_INT64
 from noema.errors import InvalidInput
 from noema.memory.knowledge.health import RULES
+from noema.memory.upkeep.consolidate import DEFAULT_LIMIT, DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED
 from noema.memory.upkeep.transfer import ExportData, parse_export
 from noema.operations.fields import (
     LABEL_PATTERN,
@@ -101,6 +102,18 @@ class RememberRequest(Request):
     valid_from: Time | None = Field(default=None, description="when it became true")
     links: Annotated[list[LinkRequest], Field(max_length=64)] = Field(default_factory=list)
     world: Path | None = Field(default=None, description="its world's path (created if missing)")
+
+
+#: Most items one batch (``remember_many``, ``record_episodes``) takes.
+MAX_BATCH = 1_000
+
+
+class RememberManyRequest(Request):
+    """Memories to remember together: each as ``remember`` takes it, all or none."""
+
+    memories: Annotated[list[RememberRequest], Field(min_length=1, max_length=MAX_BATCH)] = Field(
+        description="every one is checked against the write policy before the first is written"
+    )
 
 
 class RecallRequest(Request):
@@ -270,6 +283,14 @@ class EpisodeRequest(Request):
     world: Path = ""
     tags: Tags = Field(default_factory=list)
     channel: WriteChannel = "tool"
+
+
+class RecordEpisodesRequest(Request):
+    """Episodes to record together: each as ``record_episode`` takes it, all or none."""
+
+    episodes: Annotated[list[EpisodeRequest], Field(min_length=1, max_length=MAX_BATCH)] = Field(
+        description="every one is checked before the first is written"
+    )
 
 
 #: What the operator's own CLI remembers: a remote client's request, on any channel
@@ -463,6 +484,20 @@ class VerifyAgainstRequest(Request):
 
     against: FileName | None = Field(
         default=None, description="a checkpoint file (noema checkpoint): its entry must be there"
+    )
+
+
+class ConsolidateRequest(Request):
+    """How a consolidation groups the episodes it reads (no chat model: the offline method)."""
+
+    min_group: Annotated[int, Field(ge=2, le=MAX_INT64), WHOLE] = Field(
+        default=DEFAULT_MIN_GROUP, description="fewest episodes a group needs"
+    )
+    min_shared: Annotated[int, Field(ge=1, le=MAX_INT64), WHOLE] = Field(
+        default=DEFAULT_MIN_SHARED, description="fewest keywords two episodes must share"
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_INT64), WHOLE] = Field(
+        default=DEFAULT_LIMIT, description="most unconsolidated episodes read, the newest first"
     )
 
 

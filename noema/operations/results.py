@@ -248,6 +248,24 @@ class DecayOut(Out):
     decayed: int
 
 
+class ConsolidatedOut(Out):
+    """What a consolidation read and wrote."""
+
+    scanned: int = Field(description="the unconsolidated episodes read")
+    groups: int = Field(description="the groups of related episodes found")
+    created: list[MemoryOut] = Field(description="the new semantic and procedural memories")
+    contradictions: list[RelationshipOut] = Field(description="the new contradicts edges")
+    proposals: list[RelationshipOut] = Field(description="the new same_as proposals")
+    fallbacks: list[str] = Field(description="why a chat model's answer was not used")
+    skipped: list[str] = Field(description="the groups the write path refused, and why")
+    event_id: str | None = Field(description="the run's event (null: nothing was written)")
+    superseded: list[str] = Field(description="the earlier summaries replaced")
+    extended: list[str] = Field(description="the summaries linked to new episodes")
+    procedures: list[MemoryOut] = Field(
+        description="the procedures written from episodes that keep succeeding"
+    )
+
+
 class EmbeddedOut(Out):
     """How many memories were embedded, and with which model."""
 

@@ -20,12 +20,13 @@ from pydantic import BaseModel
 
 from noema import serialize
 from noema.errors import InvalidInput, UsageError
+from noema.memory.upkeep.consolidate import ReflectReport
 from noema.memory.upkeep.purge import PurgePlan, PurgeReport
 from noema.memory.upkeep.verify import Checkpoint
 from noema.memory.upkeep.verify_checks import VerifyReport
 from noema.operations import requests as q, results as r
 from noema.operations.fields import Request
-from noema.operations.memories import given_filters
+from noema.operations.memories import given_filters, memory_json
 from noema.operations.spine import Cli, Operation, Run, progress
 
 if TYPE_CHECKING:
@@ -154,6 +155,23 @@ def _forget_reply(mind: Mind, result: Planned | Forgotten) -> dict[str, Any]:
     return {**asdict(result.report), "verified": result.verified}
 
 
+def _consolidated_reply(mind: Mind, report: ReflectReport) -> dict[str, Any]:
+    now = mind.clock.now()
+    return {
+        "scanned": report.scanned,
+        "groups": report.groups,
+        "created": [memory_json(mind, m, now) for m in report.created],
+        "contradictions": [serialize.relationship_json(e) for e in report.contradictions],
+        "proposals": [serialize.relationship_json(e) for e in report.proposals],
+        "fallbacks": list(report.fallbacks),
+        "skipped": list(report.skipped),
+        "event_id": report.event_id,
+        "superseded": list(report.superseded),
+        "extended": list(report.extended),
+        "procedures": [memory_json(mind, m, now) for m in report.procedures],
+    }
+
+
 def _operator(
     name: str,
     summary: str,
@@ -180,6 +198,20 @@ OPERATIONS: tuple[Operation, ...] = (
         writes=True,
         reply=lambda mind, report: {"scanned": report.scanned, "decayed": report.decayed},
         cli=Cli(("decay",)),
+    ),
+    _operator(
+        "consolidate",
+        "Consolidate: groups of related episodes become semantic or procedural memories.",
+        q.ConsolidateRequest,
+        r.ConsolidatedOut,
+        lambda mind, req: mind.consolidate(**req.model_dump()),
+        writes=True,
+        description=(
+            "Without a chat model: the offline method writes each group's summary. Each new "
+            "memory is derived from its group's episodes; a second run writes nothing."
+        ),
+        reply=_consolidated_reply,
+        cli=Cli(("consolidate",)),
     ),
     _operator(
         "embed_missing",
