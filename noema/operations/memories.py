@@ -112,11 +112,6 @@ def _supersede(mind: Mind, request: q.SupersedeRequest) -> dict[str, Any]:
     return memory_json(mind, new)
 
 
-def _relate(mind: Mind, request: q.RelateRequest) -> Relationship:
-    link = (request.relation, request.dst)
-    return mind.relate(request.src, *link, confidence=request.confidence, source=face())
-
-
 def _reason(request: q.ReasonRequest) -> dict[str, str]:
     return {} if request.reason is None else {"reason": request.reason}
 
