@@ -34,6 +34,10 @@ MAX_CONTENT_CHARS = 100_000
 MAX_QUERY_CHARS = 10_000
 #: Longest key (subject) of a keyed memory.
 MAX_KEY_CHARS = 200
+#: Longest thread label (the conversation a memory belongs to).
+MAX_THREAD_CHARS = 200
+#: Most neighbours a recall returns each side of a result (``RecallQuery.context``).
+MAX_CONTEXT = 10
 #: Longest tag, and most tags on one memory.
 MAX_TAG_CHARS = 64
 MAX_TAGS = 32
@@ -94,6 +98,10 @@ def _not_one_string(value: Any) -> Any:
 #: A subject key such as ``user.home_city``: printable, at most ``MAX_KEY_CHARS``.
 Key = Annotated[
     str, AfterValidator(lambda v: _check_plain_label(v, what="key", limit=MAX_KEY_CHARS))
+]
+#: A thread label such as ``chat:2024-05-01``: printable, at most ``MAX_THREAD_CHARS``.
+Thread = Annotated[
+    str, AfterValidator(lambda v: _check_plain_label(v, what="thread", limit=MAX_THREAD_CHARS))
 ]
 #: A tag: printable, at most ``MAX_TAG_CHARS``.
 Tag = Annotated[
@@ -181,6 +189,8 @@ class MemoryInput(BaseModel):
     #: ``None``: the reconciler decides (verified from the operator; candidate from a
     #: low-trust channel, an inference or a derived memory; else active).
     lifecycle: Lifecycle | None = None
+    #: The thread (a conversation) it is appended to; ``None``: none.
+    thread: Thread | None = None
 
     @field_validator("lifecycle")
     @classmethod
@@ -279,6 +289,11 @@ class Memory(BaseModel):
     #: When its status, lifecycle or validity last changed (transaction time);
     #: ``None``: never since it was recorded. Earlier states are kept as history.
     changed_at: UtcDatetime | None = None
+    #: The thread (a conversation) it was written in; ``""``: none.
+    thread: str = ""
+    #: Its place in ``thread``, given by the store at the write (the next after the
+    #: thread's last); ``None`` when it has no thread. Thread order is ``(position, id)``.
+    position: int | None = None
 
 
 class Relationship(BaseModel):
@@ -485,6 +500,9 @@ class RecallQuery(BaseModel):
     strategy: Literal["flat", "worlds-first"] = "flat"
     #: Ask the mind's peers too (federation), when it has any.
     federated: bool = True
+    #: Return each result with up to this many neighbours each side in its thread
+    #: (``RecallResult.before`` / ``after``); 0: none.
+    context: int = Field(0, ge=0, le=MAX_CONTEXT)
 
     @field_validator("text")
     @classmethod
@@ -517,6 +535,11 @@ class RecallResult(BaseModel):
     peer: str | None = None
     #: Peers between this mind and the result's (1 for a direct peer); 0: local.
     hops: int = Field(default=0, ge=0)
+    #: With ``RecallQuery.context`` N: the N memories nearest before and after this
+    #: one in its thread that the query's statuses allow, each in thread order
+    #: (oldest first). Empty for a memory with no thread.
+    before: tuple[Memory, ...] = ()
+    after: tuple[Memory, ...] = ()
 
 
 def score_reproduces(result: RecallResult, *, tolerance: float = 1e-9) -> bool:

@@ -32,7 +32,7 @@ from concepts import (
     RelationStatus,
     WorkspaceSnapshot,
 )
-from concepts.models import Key, Note, UtcDatetime
+from concepts.models import Key, Note, Thread, UtcDatetime
 from noema._arguments import Count, Position, checked
 from noema._mind.base import Progress, keywords
 from noema._mind.episodes import EpisodesPart
@@ -210,6 +210,7 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         origin_event: str | None = None,
         lifecycle: Lifecycle | str | None = None,
         world: str = ROOT_WORLD,
+        thread: str | None = None,
     ) -> Memory:
         """Remember one thing; identical active content is reinforced and returned instead.
 
@@ -217,7 +218,9 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         confidence fades at query time. ``lifecycle`` (``active``, ``candidate``,
         ``verified``; ``None``: by channel, epistemic kind and links) is where its
         trust as knowledge starts. ``world``: the path of the world it belongs to
-        (created when missing; the root by default).
+        (created when missing; the root by default). ``thread``: the conversation
+        it is appended to (its ``position`` is the next in it); ``None``: none. A
+        memory reinforced instead keeps its own thread and position.
         """
         try:
             built_links = tuple(
@@ -245,6 +248,7 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
                 "links": built_links,
                 "lifecycle": lifecycle,
                 "world": world,
+                "thread": thread,
             }
         )
         return self._reconciler.remember([item], force=force, origin_event=origin_event)[0]
@@ -257,11 +261,14 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         batch_size: Count | None = None,
         force: bool = False,
         progress: Progress | None = None,
+        thread: Thread | None = None,
     ) -> list[Memory]:
         """Remember many things, one transaction per batch.
 
         Every item is validated and checked against the write policy before the
-        first batch is written, so bad input writes nothing.
+        first batch is written, so bad input writes nothing. The items form one
+        thread in their order: those that name no thread of their own are
+        appended to ``thread``, or (``None``) to a new one, ``batch:<new id>``.
         """
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InvalidInput(f"items: a list of memories, not {type(items).__name__}")
@@ -269,6 +276,12 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
             item if isinstance(item, MemoryInput) else _input(item, what=f"item {index}:")
             for index, item in enumerate(items, start=1)
         ]
+        if any(item.thread is None for item in inputs):
+            shared = thread or f"batch:{new_id(self.clock.now())}"
+            inputs = [
+                item if item.thread is not None else item.model_copy(update={"thread": shared})
+                for item in inputs
+            ]
         self._reconciler.check_policy(inputs, force=force)
         self._reconciler.check_links(inputs)
         size = batch_size or self.config.batch_size

@@ -79,6 +79,8 @@ MEMORY_COLUMNS = (
     "lifecycle",
     "world",
     "changed_at",
+    "thread",
+    "position",
 )
 TIME_COLUMNS = frozenset(
     {"activation_at", "valid_from", "valid_to", "recorded_at", "last_accessed", "changed_at"}
@@ -165,6 +167,8 @@ def memory_row(m: Memory) -> tuple[Any, ...]:
         m.lifecycle.value,
         m.world,
         opt_micros(m.changed_at),
+        m.thread,
+        m.position,
     )
 
 
@@ -286,6 +290,8 @@ def _memory_from_row(row: Sequence[Any]) -> Memory:
         lifecycle,
         world,
         changed_at,
+        thread,
+        position,
     ) = row
     recorded = _EPOCH + _MICRO * recorded_at
     data = {
@@ -325,6 +331,8 @@ def _memory_from_row(row: Sequence[Any]) -> Memory:
         "lifecycle": _LIFECYCLE[lifecycle],
         "world": world,
         "changed_at": None if changed_at is None else _EPOCH + _MICRO * changed_at,
+        "thread": thread,
+        "position": position,
     }
     return trusted(Memory, data)
 
@@ -506,6 +514,8 @@ _MEMORY_CHECKS: _Checks = {
     "payload": _json(dict),
     **dict.fromkeys(("activation_at", "valid_from", "recorded_at"), _time),
     **dict.fromkeys(("valid_to", "last_accessed", "changed_at"), _opt_time),
+    "thread": _text,
+    "position": _opt_time,  # an integer or NULL, as an optional time is
     **dict.fromkeys(
         ("confidence", "alpha", "beta", "importance", "salience", "trust", "credibility"),
         _number,

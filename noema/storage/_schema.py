@@ -20,6 +20,7 @@ __all__ = [
     "KNOWLEDGE_HEALTH",
     "MIND_DIGEST",
     "SNAPSHOTS_AND_LEASES",
+    "THREADS",
     "VALID_TIME_ORDER",
     "WORLDS_AND_HISTORY",
     "Types",
@@ -218,4 +219,14 @@ VALID_TIME_ORDER = """
 #: in the same migration, SQLite (which has no sha256 in SQL) right after it.
 MIND_DIGEST = """
         ALTER TABLE minds ADD COLUMN digest $text;
+        """
+
+#: A later migration on both backends: the thread (a conversation) each memory was
+#: written in, ``''`` for none, and its place in it, which the write gives (the
+#: next after the thread's highest). Thread order is ``(position, id)``: the index
+#: reads a memory's nearest neighbours either side without a sort.
+THREADS = """
+        ALTER TABLE memories ADD COLUMN thread $id NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN position $int;
+        CREATE INDEX memories_thread ON memories(mind_id, thread, position, id);
         """

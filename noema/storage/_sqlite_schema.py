@@ -184,6 +184,7 @@ MIGRATIONS: list[Migration] = [
     (9, "federation: peers", shared.render(shared.FEDERATION, _TYPES)),
     (10, "the recent order reads valid time", shared.render(shared.VALID_TIME_ORDER, _TYPES)),
     (11, "a digest of each mind's row", shared.render(shared.MIND_DIGEST, _TYPES)),
+    (12, "threads: each memory's conversation and place", shared.render(shared.THREADS, _TYPES)),
 ]
 
 

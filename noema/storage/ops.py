@@ -388,6 +388,31 @@ class SearchEntities(Op[list[tuple[Memory, int]]], OnMind):
     max_refs: int = 1_000
 
 
+# ---------------------------------------------------------------- threads
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadEnds(Op[dict[str, int]], OnMind):
+    """The highest position held in each of ``threads`` (those holding a memory)."""
+
+    threads: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbours(Op[dict[str, tuple[tuple[Memory, ...], tuple[Memory, ...]]]], OnMind):
+    """``(before, after)`` of each memory of ``ids`` that has a thread.
+
+    Each side holds the ``span`` memories nearest it in its thread, in thread
+    order ``(position, id)`` (oldest first), among those with ``statuses``:
+    positions a purge emptied are passed over. Unknown ids and memories with no
+    thread are left out.
+    """
+
+    ids: Sequence[str]
+    span: int
+    statuses: tuple[Status, ...] = (Status.ACTIVE,)
+
+
 # ---------------------------------------------------------------- relationships
 
 

@@ -71,7 +71,7 @@ class MigrationProbe(Protocol):
 
 def _old_row(memory: Memory) -> dict[str, Any]:
     row = dict(zip(MEMORY_COLUMNS, memory_row(memory), strict=True))
-    for later in ("keys", "lifecycle", "world", "changed_at"):
+    for later in ("keys", "lifecycle", "world", "changed_at", "thread", "position"):
         del row[later]
     return row
 

@@ -207,6 +207,8 @@ def test_insert_and_get_round_trip_every_field_exactly(storage: Storage) -> None
         feedback_count=3,
         feedback_mean=-1 / 3,
         keys='Ada Lovelace 2025-03-04 ünïcödé "quoted" key-phrase',
+        thread="chat: ünï ✓",
+        position=2**53 + 1,
     )
     bare = make_memory(mind_id, "bare", at=T0 + DAY)
     write(storage, ops.InsertMemories([full, bare]))
@@ -218,6 +220,7 @@ def test_insert_and_get_round_trip_every_field_exactly(storage: Storage) -> None
     assert got[bare.id].tags == () and got[bare.id].payload == {}
     assert got[bare.id].summary is None and got[bare.id].key is None
     assert got[bare.id].keys == ""
+    assert got[bare.id].thread == "" and got[bare.id].position is None
 
 
 def test_get_memories_skips_unknown_ids_and_accepts_empty_input(storage: Storage) -> None:

@@ -4,7 +4,8 @@ Every event gets one audit entry. An entry's ``digest`` is the sha256 of the
 event's canonical JSON; its ``hash`` covers the previous entry's hash, its own
 position, the event id, action, time and digest (``chain``). A memory's
 ``memory_created`` event records its content hash, every field fixed at write
-time (``FIXED_FIELDS`` as they are, ``DIGESTED_FIELDS`` as sha256) and the
+time (``FIXED_FIELDS`` as they are, ``DIGESTED_FIELDS`` as sha256, and
+``THREAD_FIELDS`` when it was written in a thread) and the
 starting values of the ones that change (``created_payload``), so that
 verification (``noema.memory.upkeep.verify``) can replay what every memory must hold.
 
@@ -32,6 +33,7 @@ __all__ = [
     "DIGESTED_FIELDS",
     "FIXED_FIELDS",
     "GENESIS",
+    "THREAD_FIELDS",
     "TOMBSTONE_KEY",
     "canonical",
     "chain",
@@ -157,6 +159,8 @@ FIXED_FIELDS = (
 )
 #: Fixed fields of any length, recorded as a sha256 when not empty.
 DIGESTED_FIELDS = ("summary", "tags", "payload")
+#: Fixed fields of a memory written in a thread, recorded only then.
+THREAD_FIELDS = ("thread", "position")
 #: Every other field changes only through events that verification replays
 #: (``noema.memory.upkeep.verify``), except ``keys`` and the vectors: derived text and
 #: embeddings that ``noema reindex`` and ``embed-missing`` rebuild.
@@ -181,6 +185,8 @@ def fixed_record(memory: Memory) -> dict[str, Any]:
         value = getattr(memory, name)
         if value:
             record[name] = _sha256(value)
+    if memory.thread:
+        record.update({name: getattr(memory, name) for name in THREAD_FIELDS})
     return record
 
 

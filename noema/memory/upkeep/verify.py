@@ -4,7 +4,8 @@ Verification recomputes every entry of the chain (``noema.memory.records.audit``
 checks events line up with entries, and replays the events to rebuild what
 every memory and relationship must hold: a memory's ``memory_created`` event
 records its content hash, every field fixed at write time (``FIXED_FIELDS`` as
-they are, ``DIGESTED_FIELDS`` as sha256) and the starting values of the ones
+they are, ``DIGESTED_FIELDS`` as sha256, ``THREAD_FIELDS`` when it has a thread)
+and the starting values of the ones
 that change; feedback, recall, reinforcement, supersession, retraction, merges
 and decay runs are the only changes, each an event. A field that differs from
 its replay is named.

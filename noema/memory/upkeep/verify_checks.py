@@ -20,6 +20,7 @@ from noema.memory.records.activation import decayed
 from noema.memory.records.audit import (
     DIGESTED_FIELDS,
     FIXED_FIELDS,
+    THREAD_FIELDS,
     fixed_record,
 )
 from noema.memory.upkeep.verify_replay import (
@@ -67,7 +68,7 @@ class VerifyReport:
 def _fixed_field_changed(memory: Memory, record: dict[str, Any]) -> str | None:
     """The first fixed field of ``memory`` that differs from its created event."""
     now = fixed_record(memory)
-    for name in (*FIXED_FIELDS, *DIGESTED_FIELDS):
+    for name in (*FIXED_FIELDS, *DIGESTED_FIELDS, *THREAD_FIELDS):
         if now.get(name) != record.get(name):
             return name
     return None

@@ -85,8 +85,12 @@ def new_memory(
     redacted: Sequence[str] = (),
     *,
     entities: Sequence[str] | None = None,
+    position: int | None = None,
 ) -> Memory:
     """The new memory of ``item``; ``entities``: its content's, when already found.
+
+    ``position``: its place in ``item.thread``, which the caller reads from the
+    store in the same write transaction (``None`` when it has no thread).
 
     Transaction time is the store's: ``recorded_at`` is ``now``, whatever the
     caller says. ``item.at`` (when it happened or was said) is valid time: the
@@ -141,6 +145,8 @@ def new_memory(
             lifecycle=initial_lifecycle(item),
             world=world,
             changed_at=None,
+            thread=item.thread or "",
+            position=position if item.thread else None,
         ),
     )
     payload: dict[str, Any] = {

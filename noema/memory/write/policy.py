@@ -3,7 +3,7 @@
 Records (memories, observations): the content, the summary, the key, the tags
 and every string in the payload, its keys included. Free text added to a
 record (a retraction's reason, a feedback note, an edge's source) goes through
-``screen_text``; a name (a mind's, a world's path or name) through
+``screen_text``; a name (a mind's, a world's path or name, a thread's label) through
 ``screen_name``; what is only logged (a recall's query) through ``loggable``.
 ``refuse`` raises ``PolicyViolation`` naming the field and the kind of
 credential (never the credential); ``redact`` replaces each one with
@@ -149,7 +149,7 @@ def screen_value(value: Any, policy: WritePolicy, *, what: str, field: str | Non
 def screen_name(
     name: str, policy: WritePolicy, *, what: str = "mind name", field: str = "mind"
 ) -> str:
-    """A name (a mind's, a world's path): refused when it holds a credential, unless allowed.
+    """A name (a mind's, a world's path, a thread): refused if it holds a credential.
 
     Refused under ``redact`` as under ``refuse``: a name is how its mind or world
     is found again, so a redacted one would name something else (two worlds
@@ -157,7 +157,7 @@ def screen_name(
     world name at all.
 
     Args:
-        name: The name, or a world's path.
+        name: The name, a world's path, or a thread's label.
         policy: The write policy.
         what: What the message calls it (``"world"``, ``"item 2: world"``).
         field: The field the error names.

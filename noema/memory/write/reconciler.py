@@ -84,6 +84,8 @@ class Reconciler:
             if policy.secrets == "refuse":  # ``force`` lowers the bar of confidence only
                 apply_secret_policy(item, policy, what=where)
             screen_name(item.world, policy, what=f"{where}world", field="world")
+            if item.thread is not None:  # a label, like a world's path: never redacted
+                screen_name(item.thread, policy, what=f"{where}thread", field="thread")
             if item.confidence < threshold and not force:
                 raise PolicyViolation(
                     f"{where}confidence {item.confidence} is below the write policy's "
@@ -162,6 +164,9 @@ class Reconciler:
             targets = sorted({link.target for i in items for link in i.links})
             if targets:
                 _load(mind, session, pending, targets)
+            threads = sorted({i.thread for i in items if i.thread})
+            # The last place of each thread: this transaction holds the mind's writer lock.
+            ends = session.run(ops.ThreadEnds(mind.id, threads)) if threads else {}
 
             results: list[Memory] = []
             new_edges: list[Relationship] = []
@@ -200,6 +205,7 @@ class Reconciler:
                         origin_event,
                         redacted,
                         entities=entities,
+                        position=_next_place(ends, item.thread),
                     )
                     pending.created[memory.id] = memory
                     pending.entities[memory.id] = entities
@@ -317,6 +323,7 @@ class Reconciler:
         redacted: Sequence[str] = (),
         *,
         entities: Sequence[str] | None = None,
+        position: int | None = None,
     ) -> Memory:
         """The new memory of ``item`` in this mind (``memories.new_memory``)."""
         return new_memory(
@@ -330,6 +337,7 @@ class Reconciler:
             origin_event,
             redacted,
             entities=entities,
+            position=position,
         )
 
     def _supersede_key(
@@ -577,3 +585,11 @@ class Reconciler:
             )
             _flush(self.parts.mind, session, pending, [], log)
         return decided
+
+
+def _next_place(ends: dict[str, int], thread: str | None) -> int | None:
+    """The next place in ``thread`` (the first is 1), taken in ``ends``; ``None``: no thread."""
+    if not thread:
+        return None
+    ends[thread] = ends.get(thread, 0) + 1
+    return ends[thread]

@@ -5,7 +5,7 @@ read session refuses a write op) runs before anything else, and driver errors
 become Noema's in one place (``session``). Most operations are the same SQL on
 both backends but for the dialect; their handlers are written here once, over
 the session's small cursor API, one module per part of the store: ``memories``,
-``history``, ``edges``, ``worlds``, ``log``, ``state``, ``peers``, ``verify``.
+``history``, ``edges``, ``threads``, ``worlds``, ``log``, ``state``, ``peers``, ``verify``.
 Backends add the handlers whose SQL is their own, calling the shared ones they
 build on by module (``_sql.history.keep_history``).
 """
@@ -15,7 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from noema.storage import ops
-from noema.storage._sql import edges, history, log, memories, peers, state, verify, worlds
+from noema.storage._sql import (
+    edges,
+    history,
+    log,
+    memories,
+    peers,
+    state,
+    threads,
+    verify,
+    worlds,
+)
 from noema.storage._sql.session import Handler, SqlSession
 
 __all__ = ["SHARED_HANDLERS", "Handler", "SqlSession"]
@@ -40,6 +50,8 @@ SHARED_HANDLERS: dict[type[Any], Handler] = {
     ops.MemoryStates: history.memory_states,
     ops.GetHistory: history.get_history,
     ops.PutHistory: history.put_history,
+    ops.ThreadEnds: threads.thread_ends,
+    ops.Neighbours: threads.neighbours,
     ops.PutWorlds: worlds.put_worlds,
     ops.ListWorlds: worlds.list_worlds,
     ops.CountWorlds: worlds.count_worlds,

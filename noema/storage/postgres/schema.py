@@ -192,6 +192,7 @@ MIGRATIONS: list[Migration] = [
         "a digest of each mind's row",
         shared.render(shared.MIND_DIGEST, _TYPES) + f"UPDATE minds SET digest = {_MIND_DIGEST};\n",
     ),
+    (11, "threads: each memory's conversation and place", shared.render(shared.THREADS, _TYPES)),
 ]
 
 
