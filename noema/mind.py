@@ -428,6 +428,7 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         known_at: datetime | str | None = None,
         strategy: str = "flat",
         federated: bool = True,
+        context: int = 0,
         **filter_fields: Any,
     ) -> list[RecallResult]:
         """Recall memories for ``query``, each with the components of its score.
@@ -453,6 +454,10 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
         hops (``trust`` and ``hops`` components) and naming its ``peer``; a peer
         that cannot be read is skipped with a ``PeerUnavailable`` warning.
         Nothing is written into a peer, and a peer's result is never reinforced.
+
+        ``context`` N (0 to 10) returns each result with the N memories nearest
+        before and after it in its thread (``before``, ``after``; oldest first),
+        among those the query's ``statuses`` allow.
         """
         if not isinstance(query, RecallQuery):
             given = keywords(locals(), "filter_fields", "known_at")

@@ -36,6 +36,7 @@ __all__ = [
     "health_json",
     "memory_json",
     "memory_tier",
+    "neighbour_json",
     "peer_json",
     "plain",
     "proposal_json",
@@ -146,6 +147,25 @@ def result_json(result: RecallResult, *, world: str | None = None) -> dict[str, 
         "peer": result.peer,
         "hops": result.hops,
         "mind_id": m.mind_id,
+        # Its thread, and its nearest neighbours there (``RecallQuery.context``).
+        "thread": m.thread,
+        "position": m.position,
+        "before": [neighbour_json(n) for n in result.before],
+        "after": [neighbour_json(n) for n in result.after],
+    }
+
+
+def neighbour_json(memory: Memory) -> dict[str, Any]:
+    """A recall result's neighbour in its thread: its id, place, content and kinds."""
+    return {
+        "id": memory.id,
+        "position": memory.position,
+        "content": memory.content,
+        "kind": memory.kind.value,
+        "epistemic": memory.epistemic.value,
+        "channel": memory.channel.value,
+        "status": memory.status.value,
+        "valid_from": iso(memory.valid_from),
     }
 
 

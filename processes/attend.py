@@ -72,6 +72,7 @@ class Attend(Process):
             at=candidate.payload["at"],
             payload=candidate.payload.get("payload") or {},
             world=ctx.world,
+            thread=ctx.thread or None,  # one thread per run: the observations in order
         )
         origin = candidate.payload["observation_event"]
         await asyncio.to_thread(ctx.remember, [memory], origin_event=origin)

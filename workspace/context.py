@@ -81,6 +81,9 @@ class ProcessContext:
         working_memory: what working memory holds, strongest first.
         world: the path of the world the workspace runs in (``""``: the root):
             attend remembers into it and retrieve recalls inside it.
+        thread: the thread of this run of the workspace (``run:<id>``; ``""``:
+            none): attend appends what it remembers to it, so a run's
+            observations keep their order.
     """
 
     mind: MindInfo
@@ -94,6 +97,7 @@ class ProcessContext:
     percepts: tuple[Percept, ...] = ()
     working_memory: tuple[WorkingMemoryItem, ...] = ()
     world: str = ""
+    thread: str = ""
     _engine: Engine = field(repr=False)
     _emitted: list[Emitted] = field(default_factory=list, repr=False)
 
@@ -105,10 +109,12 @@ class ProcessContext:
         chat_model: BaseChatModel | None = None,
         embedder: Embedder | None = None,
         world: str = "",
+        thread: str = "",
     ) -> ProcessContext:
         """The context of a workspace over ``engine``'s mind, before its first cycle."""
         return cls(
             world=world,
+            thread=thread,
             mind=engine.mind,
             config=engine.config,
             clock=engine.clock,

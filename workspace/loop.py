@@ -36,6 +36,7 @@ from concepts import (
 from noema.clock import iso
 from noema.embeddings import Embedder
 from noema.errors import InvalidInput, PolicyViolation
+from noema.ids import new_id
 from noema.memory.engine import Engine
 from noema.memory.records.events import EventLog
 from noema.memory.write.policy import apply_secret_policy, screen_name, secret_kinds
@@ -101,6 +102,9 @@ class Workspace:
         max_failures: failures after which a process is quarantined.
         world: the path of the world it runs in (``""``: the root).
 
+    Each workspace is one run of the mind: what it observes and encodes is
+    appended to one thread, ``run:<new id>`` (``ctx.thread``).
+
     Raises:
         PolicyViolation: ``world`` holds a credential and the write policy does not allow them.
     """
@@ -124,7 +128,11 @@ class Workspace:
         screen_name(world, engine.config.policy, what="world", field="world")
         self._engine = engine
         self.ctx = ProcessContext.create(
-            engine, chat_model=chat_model, embedder=embedder, world=world
+            engine,
+            chat_model=chat_model,
+            embedder=embedder,
+            world=world,
+            thread=f"run:{new_id(engine.clock.now())}",
         )
         self._runners = {name: HookRunner(name) for name in names}  # started on first use
         self.processes = list(processes)

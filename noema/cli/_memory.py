@@ -66,7 +66,12 @@ def _remember_file(args: argparse.Namespace) -> int:
     with open_mind(args) as mind:
         labels = [f"line {n}" for n, _ in items]
         mind.check_policy(inputs, force=args.field_force, labels=labels)
-        written = mind.remember_many(inputs, force=True, progress=render.Progress("remembering"))
+        written = mind.remember_many(
+            inputs,
+            force=True,
+            progress=render.Progress("remembering"),
+            thread=getattr(args, "field_thread", None),  # else the file is a thread of its own
+        )
         # A bulk write is embedded after it commits; Ctrl-C leaves the rest to
         # `noema embed-missing` (or the job of `noema run`).
         mind.wait_for_embeddings(progress=render.Progress("embedding"))

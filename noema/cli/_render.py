@@ -142,7 +142,20 @@ def result_line(result: RecallResult, world: str | None = None) -> str:
     return (
         f"{result.rank:>3}. {result.score:.3f}  {m.content}\n"
         f"     {m.id}  {m.kind.value}/{m.epistemic.value}{place}  {trust}  ({parts}){conflict}"
+        + _neighbour_lines(result)
     )
+
+
+def _neighbour_lines(result: RecallResult) -> str:
+    """A result's neighbours in its thread (``--context``), one indented line each, in order."""
+    if not result.before and not result.after:
+        return ""
+    m = result.memory
+    lines = [f"     in thread {m.thread}:"]
+    lines += [f"       before #{n.position}  {clip(n.content, 100)}" for n in result.before]
+    lines.append(f"       this   #{m.position}")
+    lines += [f"       after  #{n.position}  {clip(n.content, 100)}" for n in result.after]
+    return "\n" + "\n".join(lines)
 
 
 def result_lines(

@@ -32,6 +32,7 @@ from concepts.models import (
     MAX_KEY_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
+    MAX_THREAD_CHARS,
     UtcDatetime,
 )
 from concepts.paths import MAX_WORLD_DEPTH, WORLD_NAME, world_names
@@ -169,6 +170,7 @@ World = Annotated[
 ]
 KeyText = Annotated[str, Field(min_length=1, max_length=MAX_KEY_CHARS, pattern=LABEL_PATTERN)]
 TagText = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS, pattern=LABEL_PATTERN)]
+ThreadText = Annotated[str, Field(min_length=1, max_length=MAX_THREAD_CHARS, pattern=LABEL_PATTERN)]
 Tags = Annotated[list[TagText], Field(max_length=MAX_TAGS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Signed = Annotated[float, Field(ge=-1.0, le=1.0)]

@@ -58,7 +58,8 @@ def _remember(mind: Mind, request: q.RememberRequest) -> Memory:
 
 
 def _remember_many(mind: Mind, request: q.RememberManyRequest) -> list[Memory]:
-    return mind.remember_many([_memory_fields(item) for item in request.memories])
+    items = [_memory_fields(item) for item in request.memories]
+    return mind.remember_many(items, thread=request.thread)
 
 
 def _memories_reply(mind: Mind, memories: list[Memory]) -> dict[str, Any]:

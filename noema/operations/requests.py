@@ -26,7 +26,13 @@ from concepts.episodes import (
     Outcome,
 )
 from concepts.federation import PEER_NAME
-from concepts.models import MAX_CONTENT_CHARS, MAX_NOTE_CHARS, MAX_QUERY_CHARS, MAX_RECALL_LIMIT
+from concepts.models import (
+    MAX_CONTENT_CHARS,
+    MAX_CONTEXT,
+    MAX_NOTE_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_LIMIT,
+)
 from noema._arguments import MAX_INT64
 from noema.errors import InvalidInput
 from noema.memory.knowledge.health import RULES
@@ -46,6 +52,7 @@ from noema.operations.fields import (
     Signed,
     Tags,
     Text,
+    ThreadText,
     Time,
     Unit,
     World,
@@ -102,6 +109,9 @@ class RememberRequest(Request):
     valid_from: Time | None = Field(default=None, description="when it became true")
     links: Annotated[list[LinkRequest], Field(max_length=64)] = Field(default_factory=list)
     world: Path | None = Field(default=None, description="its world's path (created if missing)")
+    thread: ThreadText | None = Field(
+        default=None, description="the conversation it is appended to (its place: the next)"
+    )
 
 
 #: Most items one batch (``remember_many``, ``record_episodes``) takes.
@@ -113,6 +123,10 @@ class RememberManyRequest(Request):
 
     memories: Annotated[list[RememberRequest], Field(min_length=1, max_length=MAX_BATCH)] = Field(
         description="every one is checked against the write policy before the first is written"
+    )
+    thread: ThreadText | None = Field(
+        default=None,
+        description="the thread of the items that name none (default: a new one, batch:<id>)",
     )
 
 
@@ -157,6 +171,9 @@ class RecallRequest(Request):
     )
     peek: bool = Field(default=False, description="do not reinforce or log the recall")
     federated: bool = Field(default=True, description="ask the mind's peers too (federation)")
+    context: Annotated[int, Field(ge=0, le=MAX_CONTEXT), WHOLE] = Field(
+        default=0, description="each result with its N nearest neighbours each side in its thread"
+    )
 
 
 class RetractRequest(Request):

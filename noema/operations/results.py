@@ -79,6 +79,19 @@ ProposalOut = create_model(
 )
 
 
+class NeighbourOut(Out):
+    """A recall result's neighbour in its thread."""
+
+    id: str
+    position: int | None
+    content: str
+    kind: MemoryKind
+    epistemic: Epistemic
+    channel: Channel
+    status: Status
+    valid_from: str
+
+
 class RecallResultOut(Out):
     """One recall result: the memory's identity, its score and why it ranked there."""
 
@@ -107,6 +120,14 @@ class RecallResultOut(Out):
     peer: str | None = Field(description="the subscription a peer's result came through")
     hops: int
     mind_id: str
+    thread: str = Field(description="the conversation it was written in ('' for none)")
+    position: int | None = Field(description="its place in its thread")
+    before: list[NeighbourOut] = Field(
+        description="with context N: the N nearest before it in its thread, oldest first"
+    )
+    after: list[NeighbourOut] = Field(
+        description="with context N: the N nearest after it in its thread, oldest first"
+    )
 
 
 class RecallOut(BaseModel):

@@ -262,6 +262,19 @@ class Recaller:
                     )
                     top.append(partner)
                     present.add(memory.id)
+        # Each result's neighbours in its thread, with the statuses the query allows.
+        near = (
+            session.run(
+                ops.Neighbours(
+                    self.parts.mind.id,
+                    [s.memory.id for s in top],
+                    query.context,
+                    filters.statuses or tuple(Status),
+                )
+            )
+            if query.context
+            else {}
+        )
         return [
             RecallResult(
                 memory=s.memory,
@@ -271,6 +284,8 @@ class Recaller:
                 signals=s.signals,
                 weights=s.weights,
                 conflicts=tuple(sorted(conflicts.get(s.memory.id, set()) & present)),
+                before=near.get(s.memory.id, ((), ()))[0],
+                after=near.get(s.memory.id, ((), ()))[1],
             )
             for index, s in enumerate(top, start=1)
         ]
