@@ -1889,3 +1889,53 @@ def test_memory_show_key_gives_the_fact_the_key_holds(noema: Cli) -> None:
     ):
         result = noema("memory", "show", *argv)
         assert result.code == 2 and says in result.err_line(), (argv, result.err)
+
+
+# ---------------------------------------------------------------- threads and --context
+
+
+def test_a_remembered_file_is_one_thread_and_recall_shows_its_neighbours(
+    noema: Cli, tmp_path: Path
+) -> None:
+    rows = [
+        {"content": "we met at the harbour"},
+        {"content": "Ada ordered the lemon tart"},
+        {"content": "then it started to rain"},
+    ]
+    data = noema("remember", "--file", str(write_jsonl(tmp_path / "t.jsonl", rows)), "--json")
+    assert data.code == 0, data.err
+    shown = [show(noema, i) for i in data.json()["ids"]]
+    assert len({m["thread"] for m in shown}) == 1 and shown[0]["thread"].startswith("batch:")
+    assert [m["position"] for m in shown] == [1, 2, 3]
+
+    result = noema("recall", "lemon tart", "--context", "1", "--peek", "--limit", "1")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].endswith("Ada ordered the lemon tart")
+    assert lines[2] == f"     in thread {shown[0]['thread']}:"
+    assert lines[3:] == [
+        "       before #1  we met at the harbour",
+        "       this   #2",
+        "       after  #3  then it started to rain",
+    ]
+    answer = noema("recall", "lemon tart", "--context", "1", "--peek", "--limit", "1", "--json")
+    (hit,) = answer.json()["results"]
+    assert (hit["thread"], hit["position"]) == (shown[0]["thread"], 2)
+    assert [n["content"] for n in hit["before"]] == ["we met at the harbour"]
+    assert [n["content"] for n in hit["after"]] == ["then it started to rain"]
+    plain = noema("recall", "lemon tart", "--peek", "--limit", "1", "--json").json()
+    assert plain["results"][0]["before"] == [] and plain["results"][0]["after"] == []
+
+
+def test_remember_thread_and_a_bad_thread_label(noema: Cli) -> None:
+    for text in ("first words", "second words"):
+        assert noema("remember", text, "--thread", "talk").code == 0
+    result = noema("recall", "second words", "--context", "2", "--peek", "--limit", "1", "--json")
+    (hit,) = result.json()["results"]
+    assert (hit["thread"], hit["position"]) == ("talk", 2)
+    assert [n["content"] for n in hit["before"]] == ["first words"]
+    bad = noema("remember", "never kept", "--thread", "tab\there")
+    assert bad.code != 0 and len(bad.err.strip().splitlines()) == 1 and "thread" in bad.err
+    assert noema("recall", "never kept", "--peek", "--json").json()["results"] == []
+    too_wide = noema("recall", "words", "--context", "11")
+    assert too_wide.code != 0 and len(too_wide.err.strip().splitlines()) == 1
