@@ -59,6 +59,10 @@ def expected_metadata(result: RecallResult) -> dict[str, Any]:
         "peer": None,
         "hops": 0,
         "mind_id": memory.mind_id,
+        "thread": memory.thread,
+        "position": memory.position,
+        "before": [],
+        "after": [],
     }
 
 

@@ -224,9 +224,12 @@ MIND_DIGEST = """
 #: A later migration on both backends: the thread (a conversation) each memory was
 #: written in, ``''`` for none, and its place in it, which the write gives (the
 #: next after the thread's highest). Thread order is ``(position, id)``: the index
-#: reads a memory's nearest neighbours either side without a sort.
+#: reads a memory's nearest neighbours either side without a sort. It holds only
+#: memories in a thread (a query uses it by saying ``thread <> ''``), so it never
+#: stands in for ``(mind_id, id)`` in the plans of other reads.
 THREADS = """
         ALTER TABLE memories ADD COLUMN thread $id NOT NULL DEFAULT '';
         ALTER TABLE memories ADD COLUMN position $int;
-        CREATE INDEX memories_thread ON memories(mind_id, thread, position, id);
+        CREATE INDEX memories_thread ON memories(mind_id, thread, position, id)
+            WHERE thread <> '';
         """

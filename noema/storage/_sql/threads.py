@@ -1,8 +1,10 @@
 """The shared handlers of threads: where each thread ends, and a memory's neighbours in it.
 
-A memory's thread order is ``(position, id)``; the index ``memories_thread``
-(mind, thread, position, id) gives either side of a memory in that order, so
-each side is an index range read to its ``LIMIT`` and never a sort of the thread.
+A memory's thread order is ``(position, id)``; the partial index
+``memories_thread`` (mind, thread, position, id, of the memories in a thread)
+gives either side of a memory in that order, so each side is an index range
+read to its ``LIMIT``, never a sort of the thread. Each statement says
+``thread <> ''`` so that the planner may use that index.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def thread_ends(s: SqlSession, op: ops.ThreadEnds) -> dict[str, int]:
         among = s.dialect.any_of("thread", chunk, params)
         rows = s.all(
             f"SELECT thread, max(position) FROM memories WHERE mind_id = {s.dialect.mark} "
-            f"AND {among} AND position IS NOT NULL GROUP BY thread",
+            f"AND thread <> '' AND {among} AND position IS NOT NULL GROUP BY thread",
             params,
         )
         ends.update((str(thread), int(top)) for thread, top in rows)
@@ -39,15 +41,12 @@ def neighbours(
     if op.span < 1 or not op.ids or not op.statuses:
         return {}
     mark = s.dialect.mark
-    placed: list[tuple[str, str, int]] = []  # (id, thread, position) of each hit with a thread
-    for chunk in chunks(sorted(set(op.ids))):
-        params: list[Any] = [op.mind_id]
-        among = s.dialect.any_of("id", chunk, params)
-        placed += s.all(
-            f"SELECT id, thread, position FROM memories WHERE mind_id = {mark} AND {among} "
-            "AND thread <> '' AND position IS NOT NULL",
-            params,
-        )
+    # The hits by the backend's own look-up by id; those in a thread are placed.
+    placed = [
+        (m.id, m.thread, m.position)
+        for m in s.memories_where(op.mind_id, "id", sorted(set(op.ids)), active=False)
+        if m.thread and m.position is not None
+    ]
     found: dict[str, tuple[list[Memory], list[Memory]]] = {
         str(hit): ([], []) for hit, _, _ in placed
     }
@@ -62,7 +61,8 @@ def neighbours(
                 params.append(op.span)
                 parts.append(
                     f"SELECT * FROM (SELECT {mark} AS hit, {mark} AS side, {MEMORY_SELECT} "
-                    f"FROM memories m WHERE m.mind_id = {mark} AND m.thread = {mark} "
+                    f"FROM memories m WHERE m.mind_id = {mark} AND m.thread <> '' "
+                    f"AND m.thread = {mark} "
                     f"AND m.position {near}= {mark} "
                     f"AND (m.position {near} {mark} OR m.id {near} {mark}) AND {among} "
                     f"ORDER BY m.position {order}, m.id {order} LIMIT {mark}) AS side_{len(parts)}"
