@@ -56,7 +56,7 @@ DEFAULT_WORLD_POOLING: Literal["mean", "attention"] = "attention"
 
 
 #: Signals left out of a result's components while their weight is 0.
-OPTIONAL_SIGNALS = ("graph", "keys", "entity", "time", "dated")
+OPTIONAL_SIGNALS = ("graph", "keys", "entity", "time", "dated", "context")
 
 
 class RecallWeights(BaseModel):
@@ -94,6 +94,9 @@ class RecallWeights(BaseModel):
     status: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     #: Co-occurrence with the query's other strong results (``noema.memory.recall.cooccurrence``).
     cooccurrence: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: The neighbour lift: the memories just before and after a strong hit in its
+    #: thread (``noema.memory.recall.context``), capped below the hit.
+    context: float = Field(default=0.8, ge=0.0, le=1.0, allow_inf_nan=False)
     #: The same-world bonus inside a world (``noema.memory.write.worlds``): its own memories get
     #: all of it, its descendants' half; added only when a recall names a world.
     world: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -209,6 +212,9 @@ class MindConfig(BaseModel):
     #: Of two memories giving different values of one fact, the newer ranks
     #: above the older.
     newer_wins: bool = True
+    #: The learned ranker reorders the head of a weighted recall
+    #: (``noema.memory.recall.ranker``).
+    ranker: bool = True
     #: How lanes combine: a ``weighted`` sum or ``rrf`` (reciprocal-rank fusion).
     fusion: Literal["weighted", "rrf"] = "weighted"
     #: The ``k`` of reciprocal-rank fusion.

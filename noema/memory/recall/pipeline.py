@@ -25,6 +25,7 @@ import numpy as np
 
 from concepts import (
     EventKind,
+    Memory,
     RecallFilters,
     RecallQuery,
     RecallResult,
@@ -48,6 +49,7 @@ from noema.memory.recall.adjust import (
     newer_first,
     same_subject,
 )
+from noema.memory.recall.context import lift_neighbours
 from noema.memory.recall.cooccurrence import (
     STRONG_RESULTS,
     pair_weights,
@@ -64,6 +66,7 @@ from noema.memory.recall.lanes import (
     vector_search,
 )
 from noema.memory.recall.query import QueryPlan, understand
+from noema.memory.recall.ranker import load_ranker, rerank_head
 from noema.memory.recall.reinforce import reinforce_results
 from noema.memory.recall.rerank import Reranker
 from noema.memory.recall.scoring import (
@@ -224,8 +227,26 @@ class Recaller:
         scored = self.candidates(session, query, now, vector, plan=plan, rng=rng, scope=scope)
         if not scored:
             return []
-        if fusion == "weighted" and self.parts.config.weights.cooccurrence > 0:
+        config = self.parts.config
+        if fusion == "weighted" and config.weights.cooccurrence > 0:
             scored = self._cooccurring(session, scored, now)
+        if fusion == "weighted" and config.weights.context > 0:
+
+            def admit(memory: Memory) -> Scored | None:
+                if filters.known_at is not None or not filters.matches(memory, query.as_of):
+                    return None
+                found = score(
+                    Hit(memory), plan, fusion, reference, now, config, vectors=False, rng=rng
+                )
+                return scope.place(found, config.weights.world)
+
+            scored = lift_neighbours(
+                session, self.parts.mind.id, scored, config.weights.context, filters, admit
+            )
+        if fusion == "weighted" and config.ranker and rng is None:
+            ranker = load_ranker(vectors=vector is not None)
+            if ranker is not None:
+                scored = rerank_head(ranker, plan, scored)
         if query.depth == "deep":
             assert self.reranker is not None
             scored = deepen(self.reranker, self.parts.config.deep, query.text, scored)
