@@ -19,9 +19,12 @@ is measured from the end of the conversation and runs are deterministic.
 Every turn is embedded (``--embedder``, the default e5 unless given; a bulk
 write is embedded after it commits, and the run waits for it). Retrieval modes
 live in ``MODES``, each ``Mind.recall`` under one configuration over the same
-stored mind: ``text`` (no vectors), ``vector`` (cosine only), ``weighted`` (the
-default configuration), ``deep`` (the default with ``depth="deep"``) and ``rrf``
-(reciprocal-rank fusion of text, vector, graph).
+stored mind: ``text`` (no vectors), ``vector`` (cosine only), ``fused`` and
+``lift`` (the default with its later stages off: the neighbour lift and the
+learned ranker, then the ranker alone), ``weighted`` (the default
+configuration), ``deep`` (the default with ``depth="deep"``) and ``rrf``
+(reciprocal-rank fusion of text, vector, graph). Each LoCoMo session is one
+thread of the mind (``turn_input``), so a turn knows the turns around it.
 """
 
 from __future__ import annotations
@@ -100,6 +103,20 @@ class Conversation:
 def parse_when(text: str) -> datetime:
     """A session date-time such as ``"1:56 pm on 8 May, 2023"``, as UTC."""
     return datetime.strptime(text.strip(), DATE_FORMAT).replace(tzinfo=UTC)
+
+
+def turn_input(turn: Turn) -> Any:
+    """The memory of one turn: an observation at its session's time, in its session's thread."""
+    from concepts import MemoryInput
+
+    return MemoryInput(
+        content=turn.content,
+        kind="episodic",
+        epistemic="observation",
+        at=turn.at,
+        payload={"dia_id": turn.dia_id},
+        thread=f"session-{turn.dia_id.split(':')[0].removeprefix('D')}",
+    )
 
 
 def turn_content(turn: Mapping[str, Any]) -> str:
@@ -242,18 +259,30 @@ def _vector_only() -> dict[str, Any]:
     return {"weights": RecallWeights(**zero, vector=1.0)}
 
 
+def _fusion_alone() -> dict[str, Any]:
+    from noema.config import RecallWeights
+
+    return {"ranker": False, "weights": RecallWeights(context=0.0)}
+
+
 #: Modes by name.
 MODES: dict[str, Retriever] = {
     "text": Recall("text", "the default weights without vectors (vector's weight to text)",
                    vectors=False),
     "vector": Recall("vector", "cosine similarity only (weight 1, all others 0)", vectors=True),
-    "weighted": Recall("weighted", "the default: weighted sum with vectors", vectors=True),
+    "fused": Recall("fused", "the default's fusion alone: no neighbour lift, no ranker",
+                    vectors=True),
+    "lift": Recall("lift", "fusion and the neighbour lift, no ranker", vectors=True),
+    "weighted": Recall("weighted", "the default: fusion, the neighbour lift, the learned ranker",
+                       vectors=True),
     "deep": Recall("deep", "the default, then deep recall (lexical reranker over the best 100)",
                    vectors=True, depth="deep"),
     "rrf": Recall("rrf", "reciprocal-rank fusion (k=60) of text, vector, graph", vectors=True),
 }  # fmt: skip
 MODES["vector"].config.update(_vector_only())  # type: ignore[attr-defined]
 MODES["rrf"].config.update({"fusion": "rrf"})  # type: ignore[attr-defined]
+MODES["lift"].config.update({"ranker": False})  # type: ignore[attr-defined]
+MODES["fused"].config.update(_fusion_alone())  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ scoring
@@ -306,7 +335,6 @@ def run(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Index each conversation into a fresh mind and score every mode's recall."""
-    from concepts import MemoryInput
     from noema import Mind
     from noema.clock import ManualClock
     from noema.config import MindConfig
@@ -327,16 +355,7 @@ def run(
             with Mind.open(
                 url, conv.sample_id, config=MindConfig(), clock=clock, embedder=embedder
             ) as mind:
-                items = [
-                    MemoryInput(
-                        content=t.content,
-                        kind="episodic",
-                        epistemic="observation",
-                        at=t.at,
-                        payload={"dia_id": t.dia_id},
-                    )
-                    for t in conv.turns
-                ]
+                items = [turn_input(t) for t in conv.turns]
                 t0 = time.perf_counter()
                 memories = mind.remember_many(items)
                 mind.wait_for_embeddings()

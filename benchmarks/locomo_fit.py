@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.locomo import CATEGORIES, DEFAULT_DATA, Conversation, load
+from benchmarks.locomo import CATEGORIES, DEFAULT_DATA, Conversation, load, turn_input
 from benchmarks.report import add_options, save, section, verdict, write_section
 
 BEGIN, END = "<!-- locomo-fit:begin -->", "<!-- locomo-fit:end -->"
@@ -51,6 +51,7 @@ SIGNALS = (
     "activation",
     "importance",
     "credibility",
+    "context",
 )
 #: Signals LoCoMo cannot teach, which keep the configured defaults: activation,
 #: importance and credibility are constant there (every turn a fresh observation on one
@@ -76,18 +77,37 @@ class Pools:
     conversation: np.ndarray  # (questions,) index of the conversation
     category: np.ndarray  # (questions,)
     texts: np.ndarray  # (questions, candidates) the candidates' contents ("" where padded)
+    dia: np.ndarray  # (questions, candidates) the dia_id each candidate was written for
+    qa: np.ndarray  # (questions,) the question's place in its sample's ``qa`` list
     questions: np.ndarray  # (questions,) the question texts
+    cosine: np.ndarray  # (questions, candidates) the raw cosine to the question
+    thread: np.ndarray  # (questions, candidates) the thread's number, -1 where none
+    position: np.ndarray  # (questions, candidates) the place in its thread
+    asks_when: np.ndarray  # (questions,) bool: the question asks when
 
 
-def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> Pools:
-    """Index (once) and gather every question's candidate pool with its signals."""
-    from concepts import MemoryInput, RecallQuery
+def build(
+    conversations: Sequence[Conversation], store: Path, embedder: str, *, vectors: bool = True
+) -> Pools:
+    """Index (once) and gather every question's candidate pool with its signals.
+
+    ``vectors=False`` gathers as a mind without an embedder recalls; there the
+    ``vector`` signal holds a copy of ``text``, so the vector weight is the extra
+    text weight it becomes in such a recall (``RecallWeights.effective``).
+    """
+    from concepts import RecallQuery
     from noema import Mind
     from noema.clock import ManualClock
     from noema.memory.recall.pipeline import Recaller
+    from noema.memory.recall.query import understand
     from noema.memory.write.parts import Parts
 
     rows: list[tuple[int, int, list[dict[str, float]], list[int], int, list[str], str]] = []
+    places: list[list[tuple[int, int]]] = []
+    dias: list[list[str]] = []
+    qas: list[int] = []
+    asks_when: list[bool] = []
+    threads: dict[tuple[int, str], int] = {}
     started = time.perf_counter()
     for number, conv in enumerate(conversations):
         clock = ManualClock(max(t.at for t in conv.turns))
@@ -96,34 +116,36 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
         url = f"sqlite:///{store / conv.sample_id}.db"
         with Mind.open(url, conv.sample_id, clock=clock, embedder=embedder) as mind:
             if mind.stats()["total"] == 0:
-                mind.remember_many(
-                    [
-                        MemoryInput(
-                            content=t.content,
-                            kind="episodic",
-                            epistemic="observation",
-                            at=t.at,
-                            payload={"dia_id": t.dia_id},
-                        )
-                        for t in conv.turns
-                    ]
-                )
+                mind.remember_many([turn_input(t) for t in conv.turns])
                 mind.wait_for_embeddings()
             mind.reindex()  # expanded keys for a store written before they existed
-            recaller = Recaller(Parts(mind.storage, mind.info, mind.config, clock, mind.embedder))
+            seeing = mind.embedder if vectors else None
+            recaller = Recaller(Parts(mind.storage, mind.info, mind.config, clock, seeing))
             for q in conv.questions:
                 query = RecallQuery(text=q.text, limit=LIMIT, peek=True)
                 vector = recaller.query_vector(q.text)
                 with mind.storage.transaction(write=False) as session:
                     scored = recaller.candidates(session, query, clock.now(), vector)
                 gold = set(q.gold)
-                signals, hits, texts = [], [], []
+                signals, hits, texts, place = [], [], [], []
                 for item in scored:
                     dia = item.memory.payload.get("dia_id")
                     hits.append(1 if dia in gold else 0)
-                    signals.append(item.signals)
+                    signals.append(
+                        item.signals if vectors else item.signals | {"vector": item.signals["text"]}
+                    )
                     texts.append(item.memory.content)
+                    memory = item.memory
+                    if memory.thread and memory.position is not None:
+                        key = threads.setdefault((number, memory.thread), len(threads))
+                        place.append((key, memory.position))
+                    else:
+                        place.append((-1, 0))
                 rows.append((number, q.category, signals, hits, len(q.gold), texts, q.text))
+                dias.append([s.memory.payload.get("dia_id", "") for s in scored])
+                qas.append(q.index)
+                places.append(place)
+                asks_when.append(understand(q.text, clock.now()).asks_when)
         print(
             f"[{number + 1}/{len(conversations)}] {conv.sample_id}: {len(conv.questions)} "
             f"questions gathered ({time.perf_counter() - started:.0f} s)",
@@ -138,7 +160,13 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
         conversation=np.array([r[0] for r in rows]),
         category=np.array([r[1] for r in rows]),
         texts=np.full((len(rows), width), "", dtype=object),
+        dia=np.full((len(rows), width), "", dtype=object),
+        qa=np.array(qas),
         questions=np.array([r[6] for r in rows], dtype=object),
+        cosine=np.zeros((len(rows), width), dtype=np.float32),
+        thread=np.full((len(rows), width), -1, dtype=np.int32),
+        position=np.zeros((len(rows), width), dtype=np.int32),
+        asks_when=np.array(asks_when, dtype=bool),
     )
     for i, (_, _, signals, hits, _, texts, _) in enumerate(rows):
         for j, found in enumerate(signals):
@@ -146,13 +174,82 @@ def build(conversations: Sequence[Conversation], store: Path, embedder: str) -> 
         pools.valid[i, : len(signals)] = True
         pools.gold[i, : len(hits)] = hits
         pools.texts[i, : len(texts)] = texts
+        pools.dia[i, : len(texts)] = dias[i]
+        pools.cosine[i, : len(signals)] = [found.get("cosine", 0.0) for found in signals]
+        pools.thread[i, : len(signals)] = [key for key, _ in places[i]]
+        pools.position[i, : len(signals)] = [position for _, position in places[i]]
     return pools
+
+
+#: Offsets of the neighbours the lift reads, and the share of the signal at each.
+_OFFSETS = (-2, -1, 1, 2)
+
+
+def neighbour_table(pools: Pools) -> np.ndarray:
+    """(questions, candidates, 4): the candidate at each of ``_OFFSETS`` in its thread, or -1."""
+    table = np.full((*pools.thread.shape, len(_OFFSETS)), -1, dtype=np.int32)
+    for q in range(pools.thread.shape[0]):
+        place = {
+            (int(t), int(p)): c
+            for c, (t, p) in enumerate(zip(pools.thread[q], pools.position[q], strict=True))
+            if t >= 0 and pools.valid[q, c]
+        }
+        for (thread, position), c in place.items():
+            for o, offset in enumerate(_OFFSETS):
+                table[q, c, o] = place.get((thread, position + offset), -1)
+    return table
+
+
+def context_lift(
+    scores: np.ndarray, neighbours: np.ndarray, weight: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbour lift (``noema.memory.recall.context``) of fused ``scores`` (rows:
+    questions, -inf where padded): each candidate's ``context`` signal and component."""
+    from noema.memory.recall.context import BELOW_HIT, CONTEXT_HITS, DISTANCE_FACTOR
+
+    n = scores.shape[0]
+    rows = np.arange(n)
+    hits = np.argsort(-scores, axis=1, kind="stable")[:, :CONTEXT_HITS]
+    top = np.maximum(scores[rows, hits[:, 0]], 1e-9)
+    signal = np.zeros_like(scores)
+    cap = np.zeros_like(scores)
+    for h in range(hits.shape[1]):
+        hit_score = scores[rows, hits[:, h]]
+        for o, offset in enumerate(_OFFSETS):
+            at = neighbours[rows, hits[:, h], o]
+            ok = at >= 0
+            value = DISTANCE_FACTOR[abs(offset)] * np.maximum(hit_score, 0) / top
+            better = ok & (value > signal[rows, np.where(ok, at, 0)])
+            signal[rows[better], at[better]] = value[better]
+            cap[rows[better], at[better]] = hit_score[better]
+    room = np.maximum(cap - BELOW_HIT - np.where(np.isfinite(scores), scores, 0), 0)
+    return signal, np.where(signal > 0, np.minimum(weight * signal, room), 0.0)
+
+
+def fused(pools: Pools, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each candidate's fused score under ``weights``, the neighbour lift included."""
+    scores = pools.signals[rows] @ weights
+    scores[~pools.valid[rows]] = -np.inf
+    weight = weights[SIGNALS.index("context")]
+    if weight > 0:
+        neighbours = _neighbours(pools)[rows]
+        scores = scores + context_lift(scores, neighbours, float(weight))[1]
+    return scores
+
+
+_TABLES: dict[int, tuple[Pools, np.ndarray]] = {}
+
+
+def _neighbours(pools: Pools) -> np.ndarray:
+    held = _TABLES.get(id(pools))
+    if held is None or held[0] is not pools:
+        held = _TABLES[id(pools)] = (pools, neighbour_table(pools))
+    return held[1]
 
 
 def recall_at(pools: Pools, weights: np.ndarray, rows: np.ndarray, ks: Sequence[int]) -> np.ndarray:
     """Per question of ``rows``, recall@k for each k (columns), under ``weights``."""
-    scores = pools.signals[rows] @ weights
-    scores[~pools.valid[rows]] = -np.inf
+    scores = fused(pools, weights, rows)
     k_max = max(ks)
     top = np.argsort(-scores, axis=1, kind="stable")[:, :k_max]
     hits = np.take_along_axis(pools.gold[rows], top, axis=1)
@@ -164,14 +261,21 @@ def objective(pools: Pools, weights: np.ndarray, rows: np.ndarray) -> float:
     return float(recall_at(pools, weights, rows, (5, 10)).mean())
 
 
-def fit(pools: Pools, rows: np.ndarray, start: np.ndarray, rounds: int = 3) -> np.ndarray:
-    """Coordinate ascent over ``GRID`` for each free weight, from ``start``."""
+def fit(
+    pools: Pools,
+    rows: np.ndarray,
+    start: np.ndarray,
+    rounds: int = 3,
+    free: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Coordinate ascent over ``GRID`` for each free weight (default: all but ``FIXED``)."""
     weights = start.copy()
     best = objective(pools, weights, rows)
-    free = [i for i, name in enumerate(SIGNALS) if name not in FIXED]
+    names = [n for n in SIGNALS if n not in FIXED] if free is None else free
+    free_at = [SIGNALS.index(name) for name in names]
     for _ in range(rounds):
         improved = False
-        for i in free:
+        for i in free_at:
             for value in GRID:
                 trial = weights.copy()
                 trial[i] = value
@@ -199,8 +303,7 @@ def rerank_signals(pools: Pools, weights: np.ndarray, rows: np.ndarray, pool: in
 
     reranker = LexicalReranker()
     out = np.zeros((len(rows), pools.signals.shape[1]), dtype=np.float32)
-    scores = pools.signals[rows] @ weights
-    scores[~pools.valid[rows]] = -np.inf
+    scores = fused(pools, weights, rows)
     top = np.argsort(-scores, axis=1, kind="stable")[:, :pool]
     for i, row in enumerate(rows):
         chosen = [j for j in top[i] if pools.valid[row, j]]
@@ -214,8 +317,7 @@ def deep_recall_at(
     pools: Pools, weights: np.ndarray, deep: float, rerank: np.ndarray, rows: np.ndarray
 ) -> np.ndarray:
     """Per question of ``rows`` (``rerank`` aligned with them), recall@k after the deep stage."""
-    scores = pools.signals[rows] @ weights + deep * rerank
-    scores[~pools.valid[rows]] = -np.inf
+    scores = fused(pools, weights, rows) + deep * rerank
     top = np.argsort(-scores, axis=1, kind="stable")[:, : max(KS)]
     cumulative = np.cumsum(np.take_along_axis(pools.gold[rows], top, axis=1), axis=1)
     return np.stack([cumulative[:, k - 1] for k in KS], axis=1) / pools.n_gold[rows, None]

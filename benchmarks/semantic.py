@@ -53,21 +53,27 @@ def _recall_times(
     return times
 
 
-#: The stages of one fast recall, timed apart (``stage_times``).
-STAGES = ("understand", "text+keys", "vector", "graph", "score", "rank")
+#: The stages of one fast recall, timed apart (``stage_times``); ``rank`` holds
+#: everything after scoring, the neighbour lift (``context``) and the learned
+#: ranker (``ranker``) among it, which are also timed alone.
+STAGES = ("understand", "text+keys", "vector", "graph", "score", "rank", "context", "ranker")
 
 
 def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, list[float]]:
     """Each stage of ``Recaller.candidates`` and ``rank`` timed apart, in ms (peek)."""
+    from noema.memory.recall.context import lift_neighbours
     from noema.memory.recall.lanes import graph_lane, text_lane, vector_lane, vector_search
     from noema.memory.recall.pipeline import _recall_filters, candidate_pool
     from noema.memory.recall.query import understand
+    from noema.memory.recall.ranker import load_ranker, rerank_head
     from noema.memory.recall.reader import recall_query
     from noema.memory.recall.scoring import score
 
     recaller = mind._recaller
     assert mind.embedder is not None
     model = mind.embedder.model
+    ranker = load_ranker(vectors=True)
+    assert ranker is not None
     times: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for query, vector in zip(queries, vectors, strict=True):
         request = recall_query(query, limit=10, peek=True)
@@ -91,7 +97,17 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
             marks.append(time.perf_counter())
             recaller.rank(session, request, now, vector)
             marks.append(time.perf_counter())
-        for stage, (a, b) in zip(STAGES, pairwise(marks), strict=True):
+            # The stages after fusion (inside ``rank``), timed apart on the same candidates.
+            scored = recaller.candidates(session, request, now, vector, plan=plan)
+            marks.append(time.perf_counter())
+            weight = mind.config.weights.context
+            scored = lift_neighbours(session, mind.id, scored, weight, filters, lambda m: None)
+            marks.append(time.perf_counter())
+            rerank_head(ranker, plan, scored)
+            marks.append(time.perf_counter())
+        spans = list(pairwise(marks))
+        del spans[len(STAGES) - 2]  # gathering the candidates again
+        for stage, (a, b) in zip(STAGES, spans, strict=True):
             times[stage].append((b - a) * 1000)
     return times
 
@@ -211,6 +227,22 @@ def render(results: list[dict[str, Any]], models: list[dict[str, Any] | None], c
             f"{r['recall_p50_ms']:.2f} ms | {r['recall_p95_ms']:.2f} ms | "
             f"{r['deep_p50_ms']:.1f} ms | {r['deep_p95_ms']:.1f} ms | "
             f"{r['peak_rss_mb']:.0f} MB |"
+        )
+    tables += [
+        "",
+        "Each stage of a fast recall (peek), p50 / p95 in ms; `rank` is everything after"
+        " scoring, the neighbour lift (`context`) and the learned ranker (`ranker`) among it:",
+        "",
+        "| memories | " + " | ".join(STAGES) + " |",
+        "|---:|" + "---:|" * len(STAGES),
+    ]
+    for r in results:
+        tables.append(
+            f"| {r['size']:,} | "
+            + " | ".join(
+                f"{r['stages'][stage][0]:.2f} / {r['stages'][stage][1]:.2f}" for stage in STAGES
+            )
+            + " |"
         )
     tables += [
         "",

@@ -45,8 +45,9 @@ def _data(tmp_path: Path) -> Path:
     qa = [
         # Both copies of a deduplicated turn are hits at rank 1.
         {"question": "pineapple pizza", "answer": "x", "evidence": ["D1:2", "D2:1"], "category": 4},
-        # One gold turn found, one never: recall 0.5, any-hit 1, all-hit 0.
-        {"question": "greyhound Zephyr", "answer": "x", "evidence": ["D1:1 D1:3"], "category": 1},
+        # One gold turn found, one never (in another session, so no neighbour of the
+        # hit): recall 0.5, any-hit 1, all-hit 0.
+        {"question": "greyhound Zephyr", "answer": "x", "evidence": ["D1:1 D2:2"], "category": 1},
         # Caption text is indexed; the unknown id is dropped.
         {"question": "lighthouse", "evidence": ["D2:2; D9:9"], "category": 5},
         # Empty evidence: skipped.
