@@ -16,8 +16,10 @@ never from the whole text:
   negative; the components still sum to the score). Memories off the subject do
   not move.
 
-Only the top ``2 × limit`` results are read, each memory's sentences once
-(cached by content), so a recall costs a few set operations more. Recall under
+Only the top ``3 × limit`` results are read (``PRESENT_WINDOW``: the newest
+evidence often ranks below the older, which says more of the question's
+words), each memory's sentences once (cached by content): under a millisecond
+for 30 short memories read for the first time, a few for 30 long ones. Recall under
 ``as_of`` and questions about the past or a time are left alone (the pipeline
 and ``noema.memory.recall.query``).
 """
@@ -60,8 +62,8 @@ _FIRST_WORD = re.compile(r"\W*(\w+)")
 def present_first(scored: list[Scored], plan: QueryPlan, limit: int) -> list[Scored]:
     """Order the memories on the question's subject newest first, in the places they hold.
 
-    Only for ``plan.present``; only the top ``2 × limit`` are read. See the
-    module's docstring for what is on the subject.
+    Only for ``plan.present``; only the top ``PRESENT_WINDOW × limit`` are read.
+    See the module's docstring for what is on the subject.
     """
     if not plan.present:
         return scored
@@ -76,7 +78,7 @@ def present_first(scored: list[Scored], plan: QueryPlan, limit: int) -> list[Sco
     members = [window[i] for i in found]
     places = sorted((item.score for item in members), reverse=True)
     by_time = sorted(members, key=_age, reverse=True)
-    if by_time == sorted(members, key=best_first):
+    if [m.memory.id for m in by_time] == [m.memory.id for m in sorted(members, key=best_first)]:
         return scored
     previous = float("inf")
     for place, item in zip(places, by_time, strict=True):
