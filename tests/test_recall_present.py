@@ -56,6 +56,7 @@ UNRELATED = (
         ("Where did Caroline move from 4 years ago?", False),
         ("Where do I work now, in May 2023?", False),  # a time expression: that time, not now
         ("What is Caroline's identity?", False),  # third person, no present word
+        ("Would Caroline still want to pursue counseling if she hadn't received support?", False),
         ("Lunch plans", False),
     ],
 )

@@ -65,10 +65,11 @@ _PRESENT_FIRST_PERSON = re.compile(
     r"\b(?:what|where|who|which|how)(?:'s|’s)\s+(?:my|our)\b|\bi(?:'m|’m)\b",
     re.IGNORECASE,
 )
-#: The past: "did", "was", "used to", "before", "ago", "originally" ... (not present).
+#: The past ("did", "was", "used to", "before", "ago", "originally" ...) and the
+#: hypothetical ("would", "if"): not a question about the present state.
 _PAST_WORDS = re.compile(
-    r"\b(?:did|didn't|was|wasn't|were|weren't|had|used to|before|ago|previously|"
-    r"originally|formerly|first|earlier|once|ever|last)\b",
+    r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|hadn['’]t|used to|before|ago|"
+    r"previously|originally|formerly|first|earlier|once|ever|last|would|wouldn['’]t|if)\b",
     re.IGNORECASE,
 )
 #: A speaker prefix, ``"Caroline: ..."``: one to three capitalised words and a colon.
@@ -111,8 +112,9 @@ def asks_present(text: str) -> bool:
     A present word ("now", "currently", "these days", "still", "any more", "at
     the moment"), or a first-person question in the present tense ("do I ...",
     "what is my ...", "where am I ..."); never with a past word ("did", "was",
-    "used to", "before", "ago", "first", "last"). Time expressions and "when"
-    questions are left to the caller (``understand``).
+    "used to", "before", "ago", "first", "last") or a hypothetical one ("would",
+    "if"). Time expressions and "when" questions are left to the caller
+    (``understand``).
     """
     if _PAST_WORDS.search(text):
         return False
