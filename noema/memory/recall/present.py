@@ -7,9 +7,13 @@ never from the whole text:
 
 - a memory is **on the subject** when one of its sentences holds a word of the
   question ("work", "live", "Lyon"; plural and ``-ing``/``-ed`` forms alike), or
-  a name, code or number that such a sentence of another memory on the subject
-  holds ("I work at Acme" brings in "I left Acme and joined Globex", which brings
-  in "these days I'm at Globex");
+  a name or code that such a sentence of another memory on the subject holds
+  ("I work at Acme" brings in "I left Acme and joined Globex", which brings in
+  "these days I'm at Globex");
+- a question about someone named, not in the first person ("where does Ada
+  Okafor live these days?"), is about that one: a sentence must name them and
+  hold another word of the question, and names are not followed (Rosa may live
+  in Lisbon too);
 - the memories on the subject keep the places they hold in the ranking, but in
   order of time, newest first: the newest takes the best place among them. The
   change is the ``present`` component of each moved memory (positive or
@@ -57,6 +61,7 @@ _WHEN_WORDS = frozenset(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 _SUFFIXES = ("ing", "ed", "s")
 _FIRST_WORD = re.compile(r"\W*(\w+)")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|we|us|our)\b|\bi['’]m\b", re.IGNORECASE)
 
 
 def present_first(scored: list[Scored], plan: QueryPlan, limit: int) -> list[Scored]:
@@ -72,7 +77,11 @@ def present_first(scored: list[Scored], plan: QueryPlan, limit: int) -> list[Sco
     words = subject_words(plan.remainder)
     if len(window) < 2 or not words:
         return scored
-    found = _on_subject(window, words)
+    names = _names(plan)
+    if names and not _FIRST_PERSON.search(plan.text):
+        found = _about(window, names, words - frozenset().union(*names))
+    else:
+        found = _on_subject(window, words)
     if len(found) < 2:
         return scored
     members = [window[i] for i in found]
@@ -95,6 +104,31 @@ def present_first(scored: list[Scored], plan: QueryPlan, limit: int) -> list[Sco
 def subject_words(question: str) -> frozenset[str]:
     """The words of a question that name its subject, stemmed ("Where do I work now?": work)."""
     return frozenset(_stem(w) for w in content_words(question) if w not in _WHEN_WORDS)
+
+
+def _names(plan: QueryPlan) -> list[frozenset[str]]:
+    """The stemmed words of each name the question holds ("Ada Okafor": ada, okafor)."""
+    return [
+        frozenset(_stem(w) for w in content_words(e.partition(":")[2]))
+        for e in plan.entities
+        if e.startswith("name:")
+    ]
+
+
+def _about(window: list[Scored], names: list[frozenset[str]], words: frozenset[str]) -> list[int]:
+    """Positions of the memories with a sentence naming one of ``names`` and holding ``words``.
+
+    For a question about someone named ("where does Ada live now?"): values are
+    not followed, since another person's sentence may hold the same one.
+    """
+    return [
+        index
+        for index, item in enumerate(window)
+        if any(
+            any(name <= stems for name in names) and (not words or stems & words)
+            for stems, _held in _read(item.memory.content)
+        )
+    ]
 
 
 def _on_subject(window: list[Scored], words: frozenset[str]) -> list[int]:
