@@ -142,3 +142,15 @@ def test_memories_off_the_subject_keep_their_places(
     places = {r.memory.id: r.rank for r in before}
     assert all(places[r.memory.id] == r.rank for r in still)
     assert all(score_reproduces(r) for r in on)
+
+
+def test_a_present_question_about_someone_named_moves_only_their_memories(
+    open_mind: OpenMind, clock: ManualClock
+) -> None:
+    mind = open_mind(embedder="hash:384")
+    ada = mind.remember("Ada Okafor lives in Lisbon with her two cats.", at="2024-01-01T00:00:00Z")
+    rosa = mind.remember("Rosa Alves lives in Lisbon near the river.", at="2024-06-01T00:00:00Z")
+    clock.set(NOW)
+    results = mind.recall("Where does Ada Okafor live these days?", peek=True)
+    assert [r.memory.id for r in results][:2] == [ada.id, rosa.id]
+    assert all("present" not in r.components for r in results)
