@@ -200,7 +200,8 @@ class MindConfig(BaseModel):
     does it later); a ``remember_many`` of more than ``embed_inline_max`` items
     commits first and is embedded in the background (``Mind.wait_for_embeddings``).
     ``newer_wins``: of two memories that give different values
-    of one fact, the newer ranks above the older in normal recall. ``deep``:
+    of one fact, the newer ranks above the older in normal recall, and a question
+    about the present state takes the newest memories on its subject first. ``deep``:
     the pool and weight of deep recall's reranker.
     """
 
@@ -210,7 +211,8 @@ class MindConfig(BaseModel):
     deep: DeepConfig = DeepConfig()
     episodes: EpisodeConfig = EpisodeConfig()
     #: Of two memories giving different values of one fact, the newer ranks
-    #: above the older.
+    #: above the older; a question about the present state ("where do I work
+    #: now?") takes the newest memories on its subject first.
     newer_wins: bool = True
     #: The learned ranker reorders the head of a weighted recall
     #: (``noema.memory.recall.ranker``).

@@ -7,7 +7,9 @@ After fusion (``noema.memory.recall.scoring``) the top of the ranking may be rev
 - ``diversify``: a result that nearly repeats a higher-ranked one costs
   ``(sim - 0.9) * 0.5`` (``diversity``);
 - ``newer_first``: of two memories that give different values of one fact, the
-  older is put just below the newer (``outdated``).
+  older is put just below the newer (``outdated``); for a question about the
+  present state, the memories on its subject first take their places newest
+  first (``present``, ``noema.memory.recall.present``).
 
 Each re-sorts only the window it touched, best first.
 """
@@ -25,6 +27,8 @@ from noema.embeddings import Embedder
 from noema.errors import RuntimeFailure
 from noema.memory.language.entities import extract_entities
 from noema.memory.language.terms import content_words
+from noema.memory.recall.present import present_first
+from noema.memory.recall.query import QueryPlan
 from noema.memory.recall.rerank import Reranker, spread
 from noema.memory.recall.scoring import Scored, best_first
 from noema.storage import Session, ops
@@ -104,7 +108,7 @@ def diversify(
     return window + scored[limit * 2 :]
 
 
-def newer_first(scored: list[Scored], limit: int) -> list[Scored]:
+def newer_first(scored: list[Scored], limit: int, plan: QueryPlan | None = None) -> list[Scored]:
     """Rank the newer of two memories that disagree about one subject above the older.
 
     Two results disagree when they hold the same ``key``, or when they share a
@@ -113,7 +117,14 @@ def newer_first(scored: list[Scored], limit: int) -> list[Scored]:
     counterpart gets an ``outdated`` adjustment (a component, like ``diversity``)
     that puts it just below; under ``as_of`` the past is answered as it was, so
     this is not applied there. Only the top ``2 × limit`` are compared.
+
+    ``plan``: the understood query; a question about the present state
+    (``QueryPlan.present``) also has the memories on its subject ordered newest
+    first, compared sentence by sentence (``present_first``: the ``present``
+    component), which long memories on many topics need.
     """
+    if plan is not None and plan.present:
+        scored = present_first(scored, plan, limit)
     window = scored[: limit * 2]
     if len(window) < 2:
         return scored

@@ -256,7 +256,7 @@ class Recaller:
                 session, self.parts.mind.id, self.parts.embedder, scored, query.limit
             )
         if query.as_of is None and self.parts.config.newer_wins:
-            scored = newer_first(scored, query.limit)
+            scored = newer_first(scored, query.limit, plan)
         top = scored[: query.limit]
         # Contradicting memories come back together: partners that pass the filters
         # are appended after the top results, and each side lists the other.

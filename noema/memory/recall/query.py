@@ -14,6 +14,13 @@ A question is read three ways before any lane runs (docs/architecture.md, "Recal
   time signal is how close its date lies to the nearest window (1 inside). A
   question that asks *when* ("when did ...", "what year ...") favours memories
   that themselves say when something happened (``dated`` signal).
+- **Tense**: a question about the present state ("where do I work now?", "do I
+  still live in Lyon?", "what is my phone?") is ``present``: a word such as
+  "now", "currently", "these days", "still" or "any more", or a first-person
+  question in the present tense ("do I ...", "what is my ...", "where am I
+  ..."), and no past tense, time expression or "when". Recall then puts the
+  newest evidence on the question's subject first
+  (``noema.memory.recall.present``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = [
     "MENTION_WEIGHT",
     "QueryPlan",
     "Understanding",
+    "asks_present",
     "entity_signal",
     "memory_facts",
     "time_signal",
@@ -45,19 +53,43 @@ MENTION_WEIGHT = 0.5
 ENTITY_KINDS = ("name:", "code:", "quote:")
 #: Payload fields naming who took part in an episode.
 PARTICIPANT_FIELDS = ("speaker", "participants", "author", "from", "to", "agent")
+#: Words that ask about the present state, in any person ("what is Jon currently reading?").
+_PRESENT_WORDS = re.compile(
+    r"\b(?:now|currently|current|nowadays|these days|still|any ?more|at the moment|"
+    r"at present|presently)\b",
+    re.IGNORECASE,
+)
+#: A first-person question in the present tense: "do I", "am I", "what is my", "where's my".
+_PRESENT_FIRST_PERSON = re.compile(
+    r"\b(?:do|does|am|is|are|have|has)\s+(?:i|my|me|we|our)\b|"
+    r"\b(?:what|where|who|which|how)(?:'s|’s)\s+(?:my|our)\b|\bi(?:'m|’m)\b",
+    re.IGNORECASE,
+)
+#: The past ("did", "was", "used to", "before", "ago", "originally" ...) and the
+#: hypothetical ("would", "if"): not a question about the present state.
+_PAST_WORDS = re.compile(
+    r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|hadn['’]t|used to|before|ago|"
+    r"previously|originally|formerly|first|earlier|once|ever|last|would|wouldn['’]t|if)\b",
+    re.IGNORECASE,
+)
 #: A speaker prefix, ``"Caroline: ..."``: one to three capitalised words and a colon.
 _SPEAKER = re.compile(r"\s*((?:[A-Z][\w'’-]*)(?: [A-Z][\w'’-]*){0,2}):\s")
 
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """What recall understood of a query: its text words, entities and time windows."""
+    """What recall understood of a query: its text words, entities and time windows.
+
+    ``present``: the query asks about the present state of something ("where do
+    I work now?"), not about the past or a time (``asks_present``).
+    """
 
     text: str
     remainder: str  # the query without its time expressions: the text lanes' input
     entities: tuple[str, ...]
     windows: tuple[TimeWindow, ...]
     asks_when: bool
+    present: bool = False
 
 
 def understand(text: str, now: datetime) -> QueryPlan:
@@ -70,7 +102,23 @@ def understand(text: str, now: datetime) -> QueryPlan:
         entities=entities,
         windows=parsed.windows,
         asks_when=parsed.asks_when,
+        present=not (parsed.windows or parsed.asks_when) and asks_present(text),
     )
+
+
+def asks_present(text: str) -> bool:
+    """Whether ``text`` asks about the present state of something.
+
+    A present word ("now", "currently", "these days", "still", "any more", "at
+    the moment"), or a first-person question in the present tense ("do I ...",
+    "what is my ...", "where am I ..."); never with a past word ("did", "was",
+    "used to", "before", "ago", "first", "last") or a hypothetical one ("would",
+    "if"). Time expressions and "when" questions are left to the caller
+    (``understand``).
+    """
+    if _PAST_WORDS.search(text):
+        return False
+    return bool(_PRESENT_WORDS.search(text) or _PRESENT_FIRST_PERSON.search(text))
 
 
 @dataclass(frozen=True)
