@@ -38,9 +38,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from benchmarks.report import add_options, save, section, write_section
+from benchmarks.report import add_options, save, section, verdict, write_section
 
 BEGIN, END = "<!-- knowledge-history:begin -->", "<!-- knowledge-history:end -->"
+#: The share of questions where the newer evidence must rank above the older.
+TARGET_RIGHT = 0.9
 VOCABULARIES = ("A", "B")
 LIMIT = 10
 #: Where in the history the questions are asked: after this share of its sessions.
@@ -491,7 +493,17 @@ def render(results: dict[str, dict[str, float]], command: str, sessions: int) ->
                 for label, row in results.items()
             ),
         ],
+        [
+            f"Target: newer above older at least {TARGET_RIGHT} with the rule on:",
+            *(
+                f"- {label}: {row['right']:.3f}, "
+                + verdict(row["right"], TARGET_RIGHT, most=False, digits=3)
+                for label, row in results.items()
+                if label.endswith("newer_wins on")
+            ),
+        ],
     )
+
 
 
 def main(argv: list[str] | None = None) -> int:

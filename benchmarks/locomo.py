@@ -216,10 +216,11 @@ class Retriever(Protocol):
     def search(self, mind: Any, question: str, limit: int) -> list[str]: ...
 
 
-def _view(mind: Any, *, vectors: bool, **config: Any) -> Any:
+def _view(mind: Any, *, vectors: bool, reranker: str | None = None, **config: Any) -> Any:
     """The same mind and store under another recall configuration (nothing is copied)."""
     from noema import Mind
     from noema.config import MindConfig
+    from noema.memory.recall.rerank import load_reranker
 
     return Mind(
         mind.storage,
@@ -228,7 +229,7 @@ def _view(mind: Any, *, vectors: bool, **config: Any) -> Any:
         clock=mind.clock,
         owns_storage=False,
         embedder=mind.embedder if vectors else None,
-        reranker=mind.reranker,
+        reranker=load_reranker(reranker) if reranker else mind.reranker,
     )
 
 
@@ -241,9 +242,10 @@ class Recall:
     vectors: bool
     config: dict[str, Any] = field(default_factory=dict)
     depth: str = "fast"
+    reranker: str | None = None  # by name (``load_reranker``); None: the mind's
 
     def search(self, mind: Any, question: str, limit: int) -> list[str]:
-        view = _view(mind, vectors=self.vectors, **self.config)
+        view = _view(mind, vectors=self.vectors, reranker=self.reranker, **self.config)
         results = view.recall(question, limit=limit, peek=True, depth=self.depth)
         return [r.memory.id for r in results[:limit]]
 
@@ -275,8 +277,8 @@ MODES: dict[str, Retriever] = {
     "lift": Recall("lift", "fusion and the neighbour lift, no ranker", vectors=True),
     "weighted": Recall("weighted", "the default: fusion, the neighbour lift, the learned ranker",
                        vectors=True),
-    "deep": Recall("deep", "the default, then deep recall (lexical reranker over the best 100)",
-                   vectors=True, depth="deep"),
+    "deep": Recall("deep", "the default, then deep recall with the lexical reranker over the"
+                   " best 100", vectors=True, depth="deep", reranker="lexical"),
     "rrf": Recall("rrf", "reciprocal-rank fusion (k=60) of text, vector, graph", vectors=True),
 }  # fmt: skip
 MODES["vector"].config.update(_vector_only())  # type: ignore[attr-defined]

@@ -123,7 +123,11 @@ def run_one(size: int, batch: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/bench.db"
         with Mind.open(
-            url, "bench", embedder=EMBEDDER, config=MindConfig(embed_inline_max=INLINE_MAX)
+            url,
+            "bench",
+            embedder=EMBEDDER,
+            config=MindConfig(embed_inline_max=INLINE_MAX),
+            reranker="lexical",
         ) as mind:
             start = time.perf_counter()
             mind.remember_many(items, batch_size=batch)
@@ -285,7 +289,7 @@ def render(results: list[dict[str, Any]], models: list[dict[str, Any] | None], c
             "embedder, written with inline embedding. Recall times exclude the query embedding",
             "(timed apart below, per embedder). `peek` is read-only; `recall` also reinforces",
             "the results and logs `memory_retrieved` events; `deep` is a peek with the deep",
-            "stage (the default lexical reranker over the best 100). Each stage of a fast",
+            "stage (the lexical reranker, named, over the best 100). Each stage of a fast",
             "recall is timed too (`--results`).",
         ],
         command,

@@ -323,8 +323,9 @@ class Settings(BaseModel):
     #: ``auto`` (e5 in the base install, else MiniLM when installed, else none),
     #: ``e5``, ``minilm``, ``hash[:DIMS]`` or ``none`` (``NOEMA_EMBEDDER``).
     embedder: str = DEFAULT_EMBEDDER
-    #: Deep recall's reranker: ``auto`` (``lexical``), ``none`` or
-    #: ``embedding:<embedder>`` (``NOEMA_RERANKER``).
+    #: Deep recall's reranker: ``auto`` (none: deep recall is the fast ranking,
+    #: with its learned ranker), ``none``, ``lexical`` or ``embedding:<embedder>``
+    #: (``NOEMA_RERANKER``).
     reranker: str = DEFAULT_RERANKER
     memory: MindConfig = MindConfig()
     #: Per-mind ``[minds.NAME]`` tables, each overriding ``[memory]`` field by

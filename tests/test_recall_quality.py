@@ -392,8 +392,18 @@ def test_a_compressor_without_scores_ranks_by_its_order_and_drops_score_zero(
     assert len(deep) == 3 and sum(r.signals["rerank"] > 0 for r in deep) == 2
 
 
-def test_deep_recall_without_a_reranker_is_a_clear_error(open_mind: OpenMind) -> None:
+def test_deep_recall_without_a_reranker_is_the_learned_ranking(open_mind: OpenMind) -> None:
     mind = open_mind(reranker="none")
+    for text in ("anything at all", "anything else", "nothing"):
+        mind.remember(text)
+    fast = mind.recall("anything", peek=True)
+    deep = mind.recall("anything", depth="deep", peek=True)
+    assert [r.memory.id for r in deep] == [r.memory.id for r in fast]
+    assert "ranker" in deep[0].components and "rerank" not in deep[0].components
+
+
+def test_deep_recall_with_neither_ranker_is_a_clear_error(open_mind: OpenMind) -> None:
+    mind = open_mind(reranker="none", config=MindConfig(ranker=False))
     mind.remember("anything")
     with pytest.raises(ConfigError, match="reranker"):
         mind.recall("anything", depth="deep")
@@ -405,13 +415,15 @@ def test_deep_recall_on_the_cli_and_a_bad_reranker(
     with pytest.raises(ConfigError, match="BaseDocumentCompressor"):
         CompressorReranker(object())
     assert main(["--db", store_url, "remember", "the deploy key rotated"]) == 0
+    assert main(["--db", store_url, "remember", "the deploy window moved"]) == 0
     capsys.readouterr()
     assert main(["--db", store_url, "recall", "deploy", "--depth", "deep", "--json"]) == 0
-    assert '"rerank"' in capsys.readouterr().out
+    assert '"ranker"' in capsys.readouterr().out
 
 
-def test_the_default_deep_reranker_is_lexical_and_meets_sub_words(open_mind: OpenMind) -> None:
-    mind = open_mind()
+def test_the_lexical_reranker_is_named_and_meets_sub_words(open_mind: OpenMind) -> None:
+    assert open_mind("plain").reranker is None  # auto: the learned ranker stands in
+    mind = open_mind(reranker="lexical")
     assert isinstance(mind.reranker, LexicalReranker)
     for text in ("Caroline: I have been researching adoption agencies",
                  "Caroline: my research group meets on Fridays",

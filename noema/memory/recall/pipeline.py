@@ -155,11 +155,26 @@ class Recaller:
     def check(self, query: RecallQuery) -> None:
         """Refuse a query this recaller cannot answer, before any transaction.
 
+        A deep recall without a reranker is the fast ranking, whose learned ranker
+        took the place of the built-in lexical reranker (ADR 0042).
+
         Raises:
-            ConfigError: a deep recall without a reranker.
+            ConfigError: a deep recall with neither a reranker nor the learned ranker.
         """
-        if query.depth == "deep" and self.reranker is None:
-            raise ConfigError("deep recall needs a reranker (none is configured)")
+        if query.depth == "deep" and self.reranker is None and not self._learned(query):
+            raise ConfigError(
+                "deep recall needs a reranker or the learned ranker (neither is configured)"
+            )
+
+    def _learned(self, query: RecallQuery) -> bool:
+        """Whether the learned ranker reorders ``query``'s head."""
+        config = self.parts.config
+        return (
+            (query.fusion or config.fusion) == "weighted"
+            and config.ranker
+            and not query.explore
+            and load_ranker(vectors=True) is not None
+        )
 
     def settle(self, query: RecallQuery, results: Sequence[RecallResult]) -> None:
         """What a recall writes once ranked (unless ``peek``): reinforcement, or a gap."""
@@ -247,8 +262,7 @@ class Recaller:
             ranker = load_ranker(vectors=vector is not None)
             if ranker is not None:
                 scored = rerank_head(ranker, plan, scored)
-        if query.depth == "deep":
-            assert self.reranker is not None
+        if query.depth == "deep" and self.reranker is not None:
             scored = deepen(self.reranker, self.parts.config.deep, query.text, scored)
         if fusion == "weighted" and vector is not None:
             assert self.parts.embedder is not None

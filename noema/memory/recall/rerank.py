@@ -248,16 +248,18 @@ RERANKER_CHOICES = "auto, none, lexical, embedding:<embedder>"
 def load_reranker(spec: str) -> Reranker | None:
     """The reranker named by ``spec`` (``NOEMA_RERANKER``): one of ``RERANKER_CHOICES``.
 
-    ``auto`` is the best one installed (ADR 0013); ``embedding:<embedder>`` ranks
-    by a second embedder's cosine (e.g. ``embedding:minilm``).
+    ``auto`` is none: the fast ranking's learned ranker does what the built-in
+    ``lexical`` reranker did (ADR 0042), which stays to be named;
+    ``embedding:<embedder>`` ranks by a second embedder's cosine (e.g.
+    ``embedding:minilm``).
     """
     from noema.embeddings import load_embedder
 
     name, _, arg = spec.strip().partition(":")
     name = name.casefold()
-    if name in ("", "none", "off"):
-        return None
-    if name in ("auto", "lexical"):
+    if name in ("auto", "", "none", "off"):
+        return None  # the learned ranker took the built-in reranker's place (ADR 0042)
+    if name == "lexical":
         return LexicalReranker()
     if name == "embedding":
         embedder = load_embedder(arg) if arg else None
