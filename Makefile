@@ -69,7 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.storage --sizes 10000 100000 $(REPORT)
 
 # LoCoMo retrieval with the default install (e5): each stage by leave-one-conversation-out
-# (the learned ranker's training; --write-model also rewrites the shipped model), every
+# (the learned ranker's training; with --write-model it rewrites the shipped model), every
 # mode of the real pipeline, then the fusion weights (the store is kept in LOCOMO_STORE).
 LOCOMO_STORE ?= /tmp/noema-locomo-e5
 bench-locomo: $(STAMP)

@@ -505,7 +505,6 @@ def render(results: dict[str, dict[str, float]], command: str, sessions: int) ->
     )
 
 
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=48, help="chat sessions per history")

@@ -37,7 +37,7 @@ from benchmarks.report import add_options, save, section, verdict, write_section
 
 BEGIN, END = "<!-- locomo-fit:begin -->", "<!-- locomo-fit:end -->"
 #: The least R@k over categories 1-4 (those of `benchmarks.locomo`'s `weighted` mode).
-TARGETS = ((5, 0.72), (10, 0.82))
+TARGETS = ((5, 0.70), (10, 0.78))
 #: The signals a weight is fitted for (a result lacking one has it at 0).
 SIGNALS = (
     "text",

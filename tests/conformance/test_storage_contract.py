@@ -1830,7 +1830,8 @@ def test_tombstone_events_replaces_payloads_of_this_mind_only(storage: Storage) 
 
 def test_every_operation_of_the_contract_is_exercised_here() -> None:
     """A new op joins the contract only with its tests in this file (or, for worlds and
-    history, in ``test_worlds_history.py`` beside it; for federation, ``test_peers.py``)."""
+    history, in ``test_worlds_history.py`` beside it; for federation, ``test_peers.py``;
+    for threads, ``test_threads.py``)."""
     here = Path(__file__)
     source = "".join(
         path.read_text(encoding="utf-8")
@@ -1838,6 +1839,7 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
             here,
             here.with_name("test_worlds_history.py"),
             here.with_name("test_peers.py"),
+            here.with_name("test_threads.py"),
         )
     )
     operations = sorted(
@@ -1845,6 +1847,6 @@ def test_every_operation_of_the_contract_is_exercised_here() -> None:
         for name, value in vars(ops).items()
         if isinstance(value, type) and issubclass(value, ops.Op) and value is not ops.Op
     )
-    assert len(operations) == 53
+    assert len(operations) == 55
     untested = [name for name in operations if source.count(f"ops.{name}(") < 2]
     assert untested == []
