@@ -189,8 +189,9 @@ def ranking(
 ) -> Ranking:
     """Per question of ``rows``, its candidates best first after the stages, with scores.
 
-    A reranked head scores the best fused score times the model's probability
-    (as ``noema.memory.recall.ranker`` does); the rest keep their fused scores.
+    A reranked head scores the model's probability over the best one, times the
+    best fused score (as ``noema.memory.recall.ranker`` does); the rest keep
+    their fused scores.
     """
     scores, context = stage_scores(pools, weights, rows, threads=threads)
     ranker = model.as_ranker() if model is not None else None
@@ -201,7 +202,8 @@ def ranking(
         final = scores[i][order]
         if ranker is not None and model is not None:
             x, head = head_features(pools, q, scores[i], context[i], model.head, threads=threads)
-            chances = ranker.evidence(x) * max(float(final[0]), 0.0)
+            chances = ranker.evidence(x)
+            chances *= max(float(final[0]), 0.0) / max(float(chances.max()), 1e-12)
             moved = np.argsort(-chances, kind="stable")
             order = np.concatenate([head[moved], order[len(head) :]])
             final = np.concatenate([chances[moved], final[len(head) :]])

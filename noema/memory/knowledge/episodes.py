@@ -235,7 +235,11 @@ def rank(
     prefer: Outcome = Outcome.SUCCESS,
     limit: int,
 ) -> list[RecallResult]:
-    """``results`` with the ``outcome`` and ``rating`` components added, best first."""
+    """``results`` with the ``outcome`` and ``rating`` components added, best first.
+
+    Episodes rank by fusion, outcome and rating: the learned ranker's move (the
+    ``ranker`` component, trained on conversations) is taken back.
+    """
     ranked: list[RecallResult] = []
     for result in results:
         stored = result.memory.payload.get("episode")
@@ -245,13 +249,15 @@ def rank(
         outcome = value if prefer != Outcome.FAILURE else 1.0 - value
         rating = stored.get("rating")
         signals = {
-            **result.signals,
+            **{k: v for k, v in result.signals.items() if k != "ranker"},
             "outcome": outcome,
             "rating": 0.5 if rating is None else rating,
         }
-        weights = {**result.weights, "outcome": config.outcome, "rating": config.rating}
+        weights = {k: v for k, v in result.weights.items() if k != "ranker"}
+        weights |= {"outcome": config.outcome, "rating": config.rating}
+        fused = {k: v for k, v in result.components.items() if k != "ranker"}
         components = {
-            **result.components,
+            **fused,
             "outcome": config.outcome * signals["outcome"],
             "rating": config.rating * signals["rating"],
         }

@@ -8,7 +8,8 @@ lift reads the nearest ``CONTEXT_SPAN`` memories either side of the best
 gives each a ``context`` signal: its hit's share of the best score, halved two
 places away. Its component is the ``context`` weight times the signal, capped
 so that a neighbour never rises above its hit. A neighbour no lane found joins
-the candidates with the signals fusion gives it.
+the candidates with the signals fusion gives it, when it is in its hit's world
+and passes the recall's filters.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def lift_neighbours(
         before, after = around.get(hit.memory.id, ((), ()))
         for distance, memory in [*enumerate(reversed(before), 1), *enumerate(after, 1)]:
             if memory.id not in index:
+                if memory.world != hit.memory.world:
+                    continue  # a recall inside worlds sees the hit's, not the thread's
                 item = admit(memory)
                 if item is None:
                     continue

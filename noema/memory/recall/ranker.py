@@ -10,9 +10,10 @@ module), with one model for recalls with vectors and one without.
 
 The model gives each candidate of the head the probability that it is what
 the query asks for; its new score is the best fused score times that
-probability, and the ``ranker`` component is the difference from its fused
-score. So the components still sum to the score, the order is the model's, and
-``ranker`` says how far the model moved each candidate. Only the best ``head``
+probability over the head's best, and the ``ranker`` component is the
+difference from its fused score. So the components still sum to the score,
+the order is the model's, and ``ranker`` says how far the model moved each
+candidate. Only the best ``head``
 candidates are reordered; the rest stay below them, in their fused order.
 
 Without threads, the thread features are 0 for every candidate (the model was
@@ -61,6 +62,14 @@ FEATURES = (
     "thread_best",  # best share in its thread
     "thread_top3",  # mean of the three best shares in its thread
     "thread_first",  # 1 when it is its thread's best candidate
+    "near_best",  # 1 / (1 + places from its thread's best candidate)
+    "before_text",  # ``text`` of the memory just before it
+    "after_text",  # ``text`` of the memory just after it
+    "before_vector",  # ``vector`` of the memory just before it
+    "after_vector",  # ``vector`` of the memory just after it
+    "before_entity",  # ``entity`` of the memory just before it
+    "after_entity",  # ``entity`` of the memory just after it
+    "thread_rank",  # 1 / its rank among its thread's candidates
     "words",  # ln(1 + its words)
     "when_dated",  # a "when" question times ``dated``
     "when_time",  # a "when" question times ``time``
@@ -68,7 +77,22 @@ FEATURES = (
     "entity_near",  # ``entity`` times ``near``
 )
 #: The threads' features, 0 where memories have no thread.
-THREAD_FEATURES = ("before", "after", "near", "thread_best", "thread_top3", "thread_first")
+THREAD_FEATURES = (
+    "before",
+    "after",
+    "near",
+    "thread_best",
+    "thread_top3",
+    "thread_first",
+    "near_best",
+    "before_text",
+    "after_text",
+    "before_vector",
+    "after_vector",
+    "before_entity",
+    "after_entity",
+    "thread_rank",
+)
 _MODEL_FILE = "ranker.json"
 
 
@@ -132,7 +156,10 @@ def load_ranker(vectors: bool) -> LinearRanker | None:
     except FileNotFoundError:
         return None
     model = json.loads(text)["models"].get("vectors" if vectors else "text")
-    return None if model is None else LinearRanker.from_dict(model)
+    try:
+        return None if model is None else LinearRanker.from_dict(model)
+    except ConfigError:  # a model of other features: the fused order stands
+        return None
 
 
 def list_question(text: str) -> bool:
@@ -170,18 +197,40 @@ def feature_matrix(
             members.setdefault(thread, []).append(i)
     before, after, near = np.zeros(n), np.zeros(n), np.zeros(n)
     best, top3, first = np.zeros(n), np.zeros(n), np.zeros(n)
+    near_best = np.zeros(n)
+    text = SIGNAL_FEATURES.index("text")
+    vector = SIGNAL_FEATURES.index("vector")
+    entity = SIGNAL_FEATURES.index("entity")
+    around = np.zeros((n, 6))  # before's and after's text, vector, then entity
+    thread_rank = np.zeros(n)
     for thread, rows in members.items():
         shares = share[rows]  # rows are in fused order: best first
         best[rows] = shares[0]
         top3[rows] = shares[:3].mean()
         first[rows[0]] = 1.0
-        for i in rows:
+        lead = positions[rows[0]]
+        assert lead is not None
+        for place_in_thread, i in enumerate(rows, start=1):
+            thread_rank[i] = 1.0 / place_in_thread
             position = positions[i]
             assert position is not None
+            near_best[i] = 1.0 / (1.0 + abs(position - lead))
             found = [place.get((thread, position + d)) for d in (-2, -1, 1, 2)]
             values = [share[j] if j is not None else 0.0 for j in found]
             before[i], after[i] = values[1], values[2]
             near[i] = max(values)
+            for k, (j, column) in enumerate(
+                (
+                    (found[1], text),
+                    (found[2], text),
+                    (found[1], vector),
+                    (found[2], vector),
+                    (found[1], entity),
+                    (found[2], entity),
+                )
+            ):
+                if j is not None:
+                    around[i, k] = signals[j, column]
     columns = [
         share,
         1.0 / ranks,
@@ -194,6 +243,9 @@ def feature_matrix(
         best,
         top3,
         first,
+        near_best,
+        *around.T,
+        thread_rank,
         np.log1p(words),
         float(asks_when) * signals[:, SIGNAL_FEATURES.index("dated")],
         float(asks_when) * signals[:, SIGNAL_FEATURES.index("time")],
@@ -223,16 +275,17 @@ def candidate_features(head: Sequence[Scored], plan: QueryPlan) -> np.ndarray:
 def rerank_head(ranker: LinearRanker, plan: QueryPlan, scored: list[Scored]) -> list[Scored]:
     """Reorder the best ``ranker.head`` of ``scored`` (best first) by the model.
 
-    Each of them scores the best fused score times the model's probability (its
-    ``ranker`` signal); the ``ranker`` component is that less its fused score.
+    Each of them scores its probability (the model's, its ``ranker`` signal) over
+    the best probability, times the best fused score; the ``ranker`` component is
+    that less its fused score.
     """
     head = scored[: ranker.head]
     if len(head) < 2:
         return scored
-    top = max(head[0].score, 0.0)
     chances = ranker.evidence(candidate_features(head, plan))
+    scale = max(head[0].score, 0.0) / max(float(chances.max()), 1e-12)
     for item, chance in zip(head, chances, strict=True):
-        moved = top * float(chance) - item.score
+        moved = scale * float(chance) - item.score
         if math.isfinite(moved):
             item.signals["ranker"] = float(chance)
             item.weights["ranker"] = 1.0
