@@ -101,7 +101,7 @@ def stage_times(mind: Any, queries: list[str], vectors: list[Any]) -> dict[str, 
             scored = recaller.candidates(session, request, now, vector, plan=plan)
             marks.append(time.perf_counter())
             weight = mind.config.weights.context
-            scored = lift_neighbours(session, mind.id, scored, weight, filters, lambda m: None)
+            scored = lift_neighbours(session, mind.id, scored, weight, filters)
             marks.append(time.perf_counter())
             rerank_head(ranker, plan, scored)
             marks.append(time.perf_counter())

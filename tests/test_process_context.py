@@ -100,6 +100,7 @@ def test_the_context_offers_reads_writes_and_emit_but_no_store(mind: Mind) -> No
         "percepts",
         "working_memory",
         "world",
+        "thread",
     }
 
 

@@ -44,7 +44,8 @@ def _chat(mind: Mind, thread: str | None = "chat-1") -> None:
 def test_a_hits_reply_is_lifted_below_its_hit(open_mind: Callable[..., Mind]) -> None:
     mind = open_mind(config=MindConfig(ranker=False))
     _chat(mind)
-    results = mind.recall("pottery class", limit=3, peek=True)
+    # "make" finds the reply (a weak candidate); the lift raises it next to its hit.
+    results = mind.recall("pottery class make", limit=3, peek=True)
     contents = [r.memory.content for r in results]
     assert contents[0] == CHAT[0]
     reply = next(r for r in results if r.memory.content == CHAT[1])
@@ -124,8 +125,8 @@ def test_the_ranker_explains_itself_in_a_small_mind(tmp_path: Path, threaded: bo
 def test_without_vectors_the_text_model_ranks(tmp_path: Path) -> None:
     with Mind.open(f"sqlite:///{tmp_path / 'm.db'}", "plain") as mind:
         _chat(mind)
-        results = mind.recall("Where is the wedding?", limit=5, peek=True)
-    assert "ranker" in results[0].components
+        results = mind.recall("Where is the cousin's wedding?", limit=5, peek=True)
+    assert len(results) >= 2 and all("ranker" in r.components for r in results)
     assert "vector" not in results[0].signals
 
 

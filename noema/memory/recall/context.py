@@ -7,16 +7,17 @@ lift reads the nearest ``CONTEXT_SPAN`` memories either side of the best
 ``CONTEXT_HITS`` results (``ops.Neighbours``, which skips what was purged) and
 gives each a ``context`` signal: its hit's share of the best score, halved two
 places away. Its component is the ``context`` weight times the signal, capped
-so that a neighbour never rises above its hit. A neighbour no lane found joins
-the candidates with the signals fusion gives it, when it is in its hit's world
-and passes the recall's filters.
+so that a neighbour never rises above its hit (the signal is then what the cap
+leaves). Only candidates are lifted: a neighbour no lane found shares nothing
+with the query, and ``recall(..., context=N)`` is the way to read it beside its
+hit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from concepts import Memory, RecallFilters
+from concepts import RecallFilters
 from noema.memory.recall.scoring import Scored, best_first
 from noema.storage import Session, ops
 
@@ -47,9 +48,11 @@ def lift(scored: Sequence[Scored], pairs: Sequence[tuple[int, int, int]], weight
     for index, (signal, hit_score) in best.items():
         item = scored[index]
         room = max(hit_score - BELOW_HIT - item.score, 0.0)
+        if weight * signal > room:  # capped below its hit: the signal it could take
+            signal = room / weight
         item.signals["context"] = signal
         item.weights["context"] = weight
-        item.components["context"] = min(weight * signal, room)
+        item.components["context"] = weight * signal
 
 
 def lift_neighbours(
@@ -58,12 +61,11 @@ def lift_neighbours(
     scored: list[Scored],
     weight: float,
     filters: RecallFilters,
-    admit: Callable[[Memory], Scored | None],
 ) -> list[Scored]:
     """Lift the neighbours of the best ``CONTEXT_HITS`` of ``scored`` (best first).
 
-    ``admit`` scores a neighbour no lane found (None: the recall may not see it).
-    Returns the candidates, re-sorted best first.
+    Only neighbours among the candidates are lifted: a memory no lane found
+    shares nothing with the query. Returns the candidates, re-sorted best first.
     """
     hits = [s for s in scored[:CONTEXT_HITS] if s.memory.thread]
     if weight <= 0 or not hits:
@@ -76,15 +78,8 @@ def lift_neighbours(
     for hit in hits:
         before, after = around.get(hit.memory.id, ((), ()))
         for distance, memory in [*enumerate(reversed(before), 1), *enumerate(after, 1)]:
-            if memory.id not in index:
-                if memory.world != hit.memory.world:
-                    continue  # a recall inside worlds sees the hit's, not the thread's
-                item = admit(memory)
-                if item is None:
-                    continue
-                index[memory.id] = len(scored)
-                scored.append(item)
-            pairs.append((index[hit.memory.id], index[memory.id], distance))
+            if memory.id in index:
+                pairs.append((index[hit.memory.id], index[memory.id], distance))
     lift(scored, pairs, weight)
     scored.sort(key=best_first)
     return scored

@@ -25,7 +25,6 @@ import numpy as np
 
 from concepts import (
     EventKind,
-    Memory,
     RecallFilters,
     RecallQuery,
     RecallResult,
@@ -33,7 +32,7 @@ from concepts import (
     RelationStatus,
     Status,
 )
-from noema.config import MindConfig
+from noema.config import DEFAULT_WEIGHTS, MindConfig
 from noema.errors import ConfigError
 from noema.memory.language.terms import MAX_TERMS, STOPWORDS, query_terms
 
@@ -167,11 +166,16 @@ class Recaller:
             )
 
     def _learned(self, query: RecallQuery) -> bool:
-        """Whether the learned ranker reorders ``query``'s head."""
+        """Whether the learned ranker reorders ``query``'s head.
+
+        Under weighted fusion with the weights it was trained with
+        (``DEFAULT_WEIGHTS``), when not exploring.
+        """
         config = self.parts.config
         return (
             (query.fusion or config.fusion) == "weighted"
             and config.ranker
+            and config.weights == DEFAULT_WEIGHTS
             and not query.explore
             and load_ranker(vectors=True) is not None
         )
@@ -246,19 +250,10 @@ class Recaller:
         if fusion == "weighted" and config.weights.cooccurrence > 0:
             scored = self._cooccurring(session, scored, now)
         if fusion == "weighted" and config.weights.context > 0:
-
-            def admit(memory: Memory) -> Scored | None:
-                if filters.known_at is not None or not filters.matches(memory, query.as_of):
-                    return None
-                found = score(
-                    Hit(memory), plan, fusion, reference, now, config, vectors=False, rng=rng
-                )
-                return scope.place(found, config.weights.world)
-
             scored = lift_neighbours(
-                session, self.parts.mind.id, scored, config.weights.context, filters, admit
+                session, self.parts.mind.id, scored, config.weights.context, filters
             )
-        if fusion == "weighted" and config.ranker and rng is None:
+        if self._learned(query):
             ranker = load_ranker(vectors=vector is not None)
             if ranker is not None:
                 scored = rerank_head(ranker, plan, scored)

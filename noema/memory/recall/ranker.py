@@ -275,9 +275,9 @@ def candidate_features(head: Sequence[Scored], plan: QueryPlan) -> np.ndarray:
 def rerank_head(ranker: LinearRanker, plan: QueryPlan, scored: list[Scored]) -> list[Scored]:
     """Reorder the best ``ranker.head`` of ``scored`` (best first) by the model.
 
-    Each of them scores its probability (the model's, its ``ranker`` signal) over
-    the best probability, times the best fused score; the ``ranker`` component is
-    that less its fused score.
+    Each of them scores the model's probability over the best probability, times
+    the best fused score; the ``ranker`` component (the weight of a signal of 1,
+    as other adjustments) is that less its fused score.
     """
     head = scored[: ranker.head]
     if len(head) < 2:
@@ -286,9 +286,9 @@ def rerank_head(ranker: LinearRanker, plan: QueryPlan, scored: list[Scored]) -> 
     scale = max(head[0].score, 0.0) / max(float(chances.max()), 1e-12)
     for item, chance in zip(head, chances, strict=True):
         moved = scale * float(chance) - item.score
-        if math.isfinite(moved):
-            item.signals["ranker"] = float(chance)
-            item.weights["ranker"] = 1.0
+        if math.isfinite(moved):  # an adjustment: its move is the weight of a signal of 1
+            item.signals["ranker"] = 1.0
+            item.weights["ranker"] = moved
             item.components["ranker"] = moved
     head.sort(key=best_first)
     return head + scored[ranker.head :]
