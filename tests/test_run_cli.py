@@ -242,7 +242,8 @@ def test_mind_arun_reads_an_async_stream_until_idle(mind: Mind) -> None:
     assert report.reason == StopReason.IDLE and report.cycles >= 4
     assert report.last is not None and not any(d.admitted for d in report.last.decisions)
     assert report.jobs is not None and all(report.jobs[n].ran >= 1 for n in seen.ran)
-    assert [r.memory.content for r in mind.recall("Maya ordered", peek=True)][:1] == [KITCHEN[1]]
+    top = mind.recall("Maya ordered", peek=True)[0].memory.content
+    assert top.startswith(KITCHEN[1])  # the turn, or reflect's consolidation of it
     assert noema_threads() == []
     assert mind.verify().ok
 
