@@ -59,6 +59,8 @@ class Channel(StrEnum):
     TOOL = "tool"
     SOURCE = "source"
     LOW = "low"
+    #: The mind itself: what it said (a reply) and noted (its tools' writes).
+    SELF = "self"
 
 
 class Status(StrEnum):
@@ -155,9 +157,11 @@ class EventKind(StrEnum):
     PEER_ADDED = "peer_added"
     PEER_REMOVED = "peer_removed"
     PEER_FEEDBACK = "peer_feedback"
+    #: An external action (a reply, a message) passed the workspace's action gate.
+    ACTION_TAKEN = "action_taken"
 
 
-#: Trust of each channel: operator > user ≈ system > tool > source > low.
+#: Trust of each channel: operator > user ≈ system > tool = self > source > low.
 CHANNEL_TRUST: dict[Channel, float] = {
     Channel.OPERATOR: 1.0,
     Channel.USER: 0.85,
@@ -165,6 +169,9 @@ CHANNEL_TRUST: dict[Channel, float] = {
     Channel.TOOL: 0.7,
     Channel.SOURCE: 0.6,
     Channel.LOW: 0.3,
+    # What the mind said is known for certain to have been said, not to be true:
+    # its replies and notes rank as a tool's output does.
+    Channel.SELF: 0.7,
 }
 
 #: How much an epistemic kind vouches for its content, before the channel's trust.

@@ -70,6 +70,9 @@ class Candidate(BaseModel):
     credibility: Unit = 0.5
     memory_id: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
+    #: The external action this candidate is (``reply``, ``message``, a plugin's
+    #: own); ``None``: a thought. At most one action per cycle passes the gate.
+    action: str | None = Field(default=None, max_length=48)
 
 
 class AttentionDecision(BaseModel):
@@ -81,6 +84,8 @@ class AttentionDecision(BaseModel):
     score: float
     components: dict[str, float]
     admitted: bool
+    #: An action that scored to win but waits: another action passed the gate this cycle.
+    held: bool = False
 
 
 class WorkingMemoryItem(BaseModel):

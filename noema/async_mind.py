@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from noema import runtime
+from noema.conversation import Conversation, Reply
 from noema.errors import UsageError
 from noema.mind import Mind
 from workspace import Workspace
@@ -186,6 +187,21 @@ class AsyncMind:
         self._check_open()
         return await self.mind.arun(*args, **kwargs)
 
+    async def conversation(self, *args: Any, **kwargs: Any) -> Conversation:
+        """``Mind.conversation``, built at once on the loop; use its ``asay`` and ``aclose``."""
+        self._check_open()
+        return self.mind.conversation(*args, **kwargs)
+
+    async def chat(self, *args: Any, **kwargs: Any) -> Reply:
+        """``Mind.chat``, awaited: ``Mind.achat`` on the calling event loop (not a worker)."""
+        self._check_open()
+        return await self.mind.achat(*args, **kwargs)
+
+    async def achat(self, *args: Any, **kwargs: Any) -> Reply:
+        """``Mind.achat``, on the calling event loop (the same as ``chat``)."""
+        self._check_open()
+        return await self.mind.achat(*args, **kwargs)
+
     async def arun(self, *args: Any, **kwargs: Any) -> runtime.RunReport:
         """``Mind.arun``, on the calling event loop (the same as ``run``)."""
         self._check_open()
@@ -193,7 +209,17 @@ class AsyncMind:
 
 
 #: What is not a plain call on a worker: built here above, or the mind's lifecycle.
-_OWN = {"open", "close", "workspace", "wait_for_embeddings", "run", "arun"}
+_OWN = {
+    "open",
+    "close",
+    "workspace",
+    "wait_for_embeddings",
+    "run",
+    "arun",
+    "chat",
+    "achat",
+    "conversation",
+}
 #: The mind's attributes an ``AsyncMind`` shows as its own.
 ATTRIBUTES = ("name", "id", "url", "info", "config", "clock", "storage", "embedder", "reranker")
 

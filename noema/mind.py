@@ -35,6 +35,7 @@ from concepts import (
 from concepts.models import Key, Note, Thread, UtcDatetime
 from noema._arguments import Count, Position, checked
 from noema._mind.base import Progress, keywords
+from noema._mind.chat import ChatPart
 from noema._mind.episodes import EpisodesPart
 from noema._mind.federation import FederationPart
 from noema._mind.running import RunningPart
@@ -67,7 +68,7 @@ def _input(fields: Mapping[str, Any], *, what: str = "") -> MemoryInput:
         raise from_validation(exc, what=what) from None
 
 
-class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, UpkeepPart):
+class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, ChatPart, UpkeepPart):
     """One mind: remember, recall, relate, correct and audit its long-term memory.
 
     Open with ``Mind.open()``; use as a context manager or call ``close()``.

@@ -1,17 +1,21 @@
-"""Processes: the ``Process`` base class, built-in attend, retrieve and reflect, plugins."""
+"""Processes: the ``Process`` base class, built-in attend, retrieve, reflect and speak, plugins."""
 
 from processes.attend import Attend
 from processes.base import Process
 from processes.discovery import ENTRY_POINT_GROUP, Discovered, discover
 from processes.reflect import Reflect
 from processes.retrieve import Retrieve
+from processes.speaker import Budget, Initiative, Speak
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Attend",
+    "Budget",
     "Discovered",
+    "Initiative",
     "Process",
     "Reflect",
     "Retrieve",
+    "Speak",
     "discover",
 ]

@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("concepts", "noema", "workspace", "processes", "tui")
 
 #: The face: the public API and the entry points; it may import everything.
-FACE = ("noema", "noema.mind", "noema.async_mind", "noema.runtime", "noema._mind")
+FACE = (
+    "noema",
+    "noema.mind",
+    "noema.async_mind",
+    "noema.runtime",
+    "noema.conversation",
+    "noema._mind",
+)
 #: The operations every face derives from (``noema.operations``): the face's own layer.
 OPERATIONS = "noema.operations"
 #: Faces proper: each talks to the mind through ``Mind`` and never to another face.

@@ -66,6 +66,10 @@ def decide(
     Components (weighted, summing to the score): salience, novelty (unlike what
     was recently broadcast or is held), relevance (like what is held), importance
     and credibility.
+
+    The action gate: of the candidates that are external actions
+    (``candidate.action``), only the best winner is admitted; any other that
+    would have won is ``held`` (the workspace puts it up again next cycle).
     """
     weights = config.weights()
     seen = [item.candidate.content for item in held] + [c.content for c in recent]
@@ -85,13 +89,18 @@ def decide(
         scored.append((sum(components.values()), candidate, components))
     scored.sort(key=lambda entry: (-entry[0], entry[1].id))
     admitted = 0
+    acted = False
     decisions = []
     for score, candidate, components in scored:
         wins = score >= config.threshold and admitted < config.per_cycle
+        # The action gate: one external action a cycle; a later winner waits.
+        waits = wins and candidate.action is not None and acted
+        wins = wins and not waits
+        acted = acted or (wins and candidate.action is not None)
         admitted += wins
         decisions.append(
             AttentionDecision(
-                candidate=candidate, score=score, components=components, admitted=wins
+                candidate=candidate, score=score, components=components, admitted=wins, held=waits
             )
         )
     return decisions

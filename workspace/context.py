@@ -2,9 +2,10 @@
 
 A process reads long-term memory through ``ctx.memory`` (recall that never
 reinforces, lookups, events, relationships), writes memories and edges through
-the reconciler (``ctx.remember``, ``ctx.relate``), reinforces what it recalled
-and won attention (``ctx.admit``), and logs its own events under its own name
-(``ctx.emit``). It never touches the store. Every call is synchronous: hooks run
+the reconciler (``ctx.remember``, ``ctx.relate``, ``ctx.supersede``,
+``ctx.retract``, ``ctx.feedback``, ``ctx.record_episode``), reinforces what it
+recalled and won attention (``ctx.admit``), and logs its own events under its
+own name (``ctx.emit``). It never touches the store. Every call is synchronous: hooks run
 in a worker thread of their own (see ``workspace.runner``), so blocking here
 never stalls the workspace and a hook stuck in a call is timed out.
 """
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from concepts import (
+    Channel,
+    Link,
     Memory,
     MemoryInput,
     MindInfo,
@@ -26,12 +29,15 @@ from concepts import (
     Relationship,
     WorkingMemoryItem,
 )
+from concepts.episodes import Episode
 from concepts.models import check_event_kind
+from concepts.paths import ROOT_WORLD
 from noema.clock import Clock
 from noema.config import MindConfig
 from noema.embeddings import Embedder
 from noema.errors import InvalidInput
 from noema.memory.engine import Engine
+from noema.memory.knowledge.episodes import as_input
 from noema.memory.recall.reader import MemoryReader
 from noema.memory.write.policy import screen_value
 
@@ -167,6 +173,48 @@ class ProcessContext:
         return self._engine.reconciler.relate(
             src, relation, dst, confidence=confidence, source=self.process or "process"
         )
+
+    def supersede(self, old_id: str, content: str, **fields: Any) -> Memory:
+        """Write ``content`` as the new version of memory ``old_id``, which it closes.
+
+        The new memory keeps the old one's kind, key, epistemic kind and world
+        unless ``fields`` (``MemoryInput``'s) say otherwise.
+
+        Raises:
+            NotFound: there is no memory ``old_id``.
+            PolicyViolation: the write policy refused the new content.
+        """
+        old = self.memory.get(old_id)
+        defaults = {"kind": old.kind, "key": old.key, "epistemic": old.epistemic}
+        link = Link(relation=Relation.SUPERSEDES, target=old.id)
+        item = MemoryInput(
+            content=content,
+            **{"world": self.world, **defaults, **fields, "links": (link,)},
+        )
+        return self.remember([item])[0]
+
+    def retract(self, memory_id: str, *, reason: str) -> Memory:
+        """Mark a memory inaccurate, as this process; it stays, out of normal recall."""
+        return self._engine.reconciler.retract(
+            memory_id, reason=reason, actor=self.process or "process"
+        )
+
+    def feedback(self, memory_id: str, value: float, *, note: str | None = None) -> Memory:
+        """Tell the mind a memory was useful or true (up to 1) or not (down to -1)."""
+        return self._engine.reconciler.feedback(memory_id, value, note=note)
+
+    def record_episode(self, episode: Episode, *, channel: Channel = Channel.SELF) -> Memory:
+        """Record a task episode (ADR 0022) as this mind's own experience, through the reconciler.
+
+        Raises:
+            PolicyViolation: the write policy refused a field of the episode.
+        """
+        if episode.at is None:
+            episode = episode.model_copy(update={"at": self.clock.now()})
+        if self.world and episode.world == ROOT_WORLD:  # in the workspace's world, unless it says
+            episode = episode.model_copy(update={"world": self.world})
+        item = as_input(episode, channel=channel, what="episode:", policy=self.config.policy)
+        return self.remember([item])[0]
 
     def admit(self, results: Sequence[RecallResult], query: str) -> None:
         """Reinforce recalled memories that won attention, logging ``memory_retrieved``.

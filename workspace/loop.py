@@ -6,6 +6,11 @@ winners; the winners are broadcast to every process; the cycle's decisions and
 the workspace snapshot are written in one transaction, so a restart (even after
 SIGKILL) resumes from the last completed cycle.
 
+A candidate that is an external action (``Candidate.action``: a reply, a
+message) passes the action gate: at most one is admitted a cycle, and one that
+would also have won waits for the next cycle. Each admitted action is logged as
+``action_taken`` with its score, its components and its rivals.
+
 Each process's hooks run on its own event loop in a worker thread
 (``workspace.runner``), so a hook blocked in a synchronous call is timed out
 like a slow one; a ``cooperative`` process (the built-ins) awaits its blocking
@@ -88,6 +93,11 @@ class CycleReport:
     failures: list[str] = field(default_factory=list)
     refused: list[list[str]] = field(default_factory=list)  # credential kinds per refusal
 
+    @property
+    def actions(self) -> list[WorkingMemoryItem]:
+        """The external action that passed the gate this cycle (none or one)."""
+        return [item for item in self.admitted if item.candidate.action is not None]
+
 
 class Workspace:
     """Runs cycles for one mind over a fixed set of processes.
@@ -101,9 +111,10 @@ class Workspace:
         timeout: seconds a hook may take before it counts as failed.
         max_failures: failures after which a process is quarantined.
         world: the path of the world it runs in (``""``: the root).
+        thread: the thread what it observes and encodes is appended to
+            (``ctx.thread``); ``None``: one of its own, ``run:<new id>``.
 
-    Each workspace is one run of the mind: what it observes and encodes is
-    appended to one thread, ``run:<new id>`` (``ctx.thread``).
+    Each workspace is one run of the mind, and by default one thread.
 
     Raises:
         PolicyViolation: ``world`` holds a credential and the write policy does not allow them.
@@ -120,6 +131,7 @@ class Workspace:
         timeout: float = 10.0,
         max_failures: int = 3,
         world: str = "",
+        thread: str | None = None,
     ) -> None:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
@@ -132,7 +144,7 @@ class Workspace:
             chat_model=chat_model,
             embedder=embedder,
             world=world,
-            thread=f"run:{new_id(engine.clock.now())}",
+            thread=thread or f"run:{new_id(engine.clock.now())}",
         )
         self._runners = {name: HookRunner(name) for name in names}  # started on first use
         self.processes = list(processes)
@@ -147,6 +159,7 @@ class Workspace:
         self.decisions: list[AttentionDecision] = []
         self.decided_cycle = 0
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._waiting: list[Candidate] = []  # actions held at the gate, put up again
         self._started = False
 
     # ------------------------------------------------------------ lifecycle
@@ -210,10 +223,12 @@ class Workspace:
         ctx.cycle += 1
         ctx.percepts = tuple(self._perceive(observations))
         candidates: list[Candidate] = []
+        candidates, self._waiting = list(self._waiting), []
         for process in self._active():
             proposed = await self._call(process, "propose", ctx)
             candidates.extend(proposed or [])
         decisions = decide(candidates, self.memory.items, self.recent, self.attention)
+        self._waiting = [d.candidate for d in decisions if d.held]
         if decisions:  # an idle cycle keeps the last competition on show
             self.decisions, self.decided_cycle = decisions, ctx.cycle
         dropped = self.memory.tick()
@@ -228,6 +243,9 @@ class Workspace:
             self.recent = [*self.recent, item.candidate][-self.attention.recent_broadcasts :]
             for process in self._active():
                 await self._call(process, "on_broadcast", item, ctx)
+        for item in admitted:
+            if item.candidate.action is not None:
+                self._pending.append((EventKind.ACTION_TAKEN, _action_trace(item, decisions)))
         failures = [p["process"] for k, p in self._pending if k == EventKind.PROCESS_FAILED]
         refused = [p["credentials"] for k, p in self._pending if k == EventKind.OBSERVATION_REFUSED]
         self._commit(decisions, dropped)
@@ -354,3 +372,31 @@ class Workspace:
                     (EventKind.PROCESS_QUARANTINED, {"process": process.name, "failures": count})
                 )
             return None
+
+
+def _action_trace(
+    item: WorkingMemoryItem, decisions: Sequence[AttentionDecision]
+) -> dict[str, Any]:
+    """The ``action_taken`` payload: the action and why it won, against its rivals."""
+    candidate = item.candidate
+    return {
+        "cycle": item.entered_cycle,
+        "action": candidate.action,
+        "source": candidate.source,
+        "candidate": candidate.id,
+        "content": candidate.content,
+        "score": item.score,
+        "components": next((d.components for d in decisions if d.candidate.id == candidate.id), {}),
+        "rivals": [
+            {
+                "source": d.candidate.source,
+                "action": d.candidate.action,
+                "score": d.score,
+                "admitted": d.admitted,
+                "held": d.held,
+            }
+            for d in decisions
+            if d.candidate.id != candidate.id
+        ],
+        "payload": candidate.payload,
+    }

@@ -1,0 +1,330 @@
+"""speak: the mind's voice. It answers what the user says, and may speak unasked.
+
+See ``processes.speaker`` for the whole picture and docs/concepts/acting.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.tools import BaseTool
+
+from concepts import (
+    CHANNEL_TRUST,
+    MAX_QUERY_CHARS,
+    Candidate,
+    Channel,
+    Epistemic,
+    Memory,
+    MemoryInput,
+    MemoryKind,
+    RecallFilters,
+    RecallQuery,
+    RecallResult,
+    WorkingMemoryItem,
+)
+from concepts.episodes import MAX_EPISODE_TEXT, MAX_SUMMARY_CHARS, Episode, Outcome
+from noema.memory.write.policy import loggable
+from processes.base import Process
+from processes.speaker import learning
+from processes.speaker.initiative import Initiative, RateLimit
+from processes.speaker.prompt import NOTHING, offline_reply, reply_messages
+from processes.speaker.tools import Budget, Said, converse, memory_tools
+from workspace import ProcessContext
+
+__all__ = ["REPLY_TAG", "Speak"]
+
+log = logging.getLogger(__name__)
+
+#: The tag of every reply the mind remembers.
+REPLY_TAG = "reply"
+#: A reply's salience: what the mind says to someone waiting for it comes first.
+REPLY_SALIENCE = 0.9
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """A user's message that won attention and waits for its reply."""
+
+    text: str
+    event: str
+
+
+@dataclass
+class _Last:
+    """The mind's last reply in this conversation, and the memories in its context."""
+
+    text: str
+    context: list[str] = field(default_factory=list)
+
+
+class Speak(Process):
+    """Answers each user message that wins attention, from the broadcast and the mind's memory.
+
+    When an observation on the ``user`` channel is broadcast, the next cycle
+    assembles its prompt (``processes.speaker.prompt``), asks the chat model
+    (with the mind's memory tools and ``tools``), and proposes the answer as a
+    ``reply`` action. It competes like any candidate; a plugin may propose a
+    better reply, and the action gate lets one pass a cycle. A reply that
+    passes is remembered as the mind's own (episodic, channel ``self``, tag
+    ``reply``, with the ids of the memories in its context), in the
+    conversation's thread. A turn that called tools is recorded as a task
+    episode (``success``, or ``partial`` when a call failed). Without a chat
+    model, the answer is the best recalled memories (``offline_reply``).
+
+    Args:
+        tools: LangChain tools the model may call, beside the memory tools.
+        memory_tools: offer the mind's own memory operations as tools.
+        recall_limit: memories recalled for each message.
+        budget: tool calls and seconds per turn.
+        initiative: whether and how often to speak unasked (off by default).
+        learn: judge each reply by the user's next message (``processes.speaker.learning``).
+    """
+
+    name = "speak"
+    cooperative = True
+
+    def __init__(
+        self,
+        *,
+        tools: Sequence[BaseTool] = (),
+        memory_tools: bool = True,
+        recall_limit: int = 8,
+        budget: Budget | None = None,
+        initiative: Initiative | None = None,
+        learn: bool = True,
+    ) -> None:
+        self.tools = list(tools)
+        self.memory_tools = memory_tools
+        self.recall_limit = recall_limit
+        self.budget = budget or Budget()
+        self.initiative = initiative or Initiative()
+        self.learn = learn
+        self.model_calls = 0
+        #: The memory of the last reply the mind remembered (``None`` before any).
+        self.last_reply: Memory | None = None
+        self._turns: list[_Turn] = []
+        self._notices: list[str] = []
+        self._last: _Last | None = None
+        self._limit = RateLimit(self.initiative.min_interval, self.initiative.per_hour)
+
+    async def on_start(self, ctx: ProcessContext) -> None:
+        """Find the conversation's last reply: a restarted mind still learns from the next turn."""
+        if not (self.learn and ctx.thread):
+            return
+        filters = RecallFilters(channels=(Channel.SELF,), tags=(REPLY_TAG,))
+        replies = await asyncio.to_thread(ctx.memory.timeline, filters, limit=50)
+        last = next((m for m in replies if m.thread == ctx.thread), None)
+        if last is not None:
+            self._last = _Last(last.content, list(last.payload.get("context", [])))
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        """Take a user's message as a turn; remember a reply of its own that passed the gate."""
+        candidate = item.candidate
+        if candidate.source == "attend" and candidate.payload.get("channel") == Channel.USER:
+            if self.learn and self._last is not None:
+                await asyncio.to_thread(self._judge, candidate.content, ctx)
+            self._turns.append(_Turn(candidate.content, candidate.payload["observation_event"]))
+        elif candidate.source == self.name and candidate.action is not None:
+            await asyncio.to_thread(self._remember_reply, candidate, ctx)
+        elif (
+            self.initiative.enabled
+            and candidate.action is None
+            and candidate.salience >= self.initiative.threshold
+        ):
+            self._notices.append(candidate.content)
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        """Answer the oldest waiting message; with none, perhaps speak up about a notice."""
+        if self._turns:
+            turn = self._turns.pop(0)
+            return [await self._reply(turn, ctx)]
+        if self._notices:
+            notices, self._notices = self._notices, []
+            if self._limit.allow(ctx.clock.now()):
+                spoken = await self._speak_up(notices, ctx)
+                return [spoken] if spoken is not None else []
+        return []
+
+    # ------------------------------------------------------------ replying
+
+    async def _reply(self, turn: _Turn, ctx: ProcessContext) -> Candidate:
+        held, history = self._held(ctx)
+        recalled = await asyncio.to_thread(self._recall, turn, ctx)
+        found = {r.memory.id for r in recalled}
+        held = [r for r in held if r.memory.id not in found]
+        context = [r.memory.id for r in (*held, *recalled)]
+        if ctx.chat_model is None:  # the offline responder: its own words are not an answer
+            said = Said(offline_reply([r for r in recalled if _knowledge(r.memory)]), ())
+        else:
+            messages = reply_messages(
+                name=ctx.mind.name,
+                now=ctx.clock.now(),
+                history=history,
+                held=held,
+                recalled=recalled,
+                text=turn.text,
+            )
+            tools = [*(memory_tools(ctx) if self.memory_tools else []), *self.tools]
+            self.model_calls += 1
+            said = await asyncio.wait_for(
+                converse(ctx.chat_model, messages, tools, self.budget, ctx), self.budget.seconds
+            )
+        episode = None
+        if said.actions:
+            episode = await asyncio.to_thread(self._record_turn, turn, said, ctx)
+        text = loggable(said.text, ctx.config.policy) or "…"  # a reply never carries a credential
+        return self.candidate(
+            text,
+            ctx,
+            salience=REPLY_SALIENCE,
+            importance=0.6,
+            credibility=CHANNEL_TRUST[Channel.SELF],
+            action="reply",
+            payload={
+                "in_reply_to": turn.event,
+                "context": context,
+                "actions": [a.model_dump(mode="json") for a in said.actions],
+                "episode": episode,
+            },
+        )
+
+    def _held(self, ctx: ProcessContext) -> tuple[list[RecallResult], list[tuple[str, str]]]:
+        """Working memory: the memories it holds (as results), and the conversation in it."""
+        held: list[RecallResult] = []
+        history: list[tuple[str, str]] = []
+        ids = [i.candidate.memory_id for i in ctx.working_memory if i.candidate.memory_id]
+        memories = {m.id: m for m in ctx.memory.get_many(ids)} if ids else {}
+        for item in sorted(ctx.working_memory, key=lambda i: i.entered_cycle):
+            candidate = item.candidate
+            if candidate.source == self.name:
+                history.append(("self", candidate.content))
+            elif candidate.source == "attend" and candidate.payload.get("channel") == Channel.USER:
+                history.append(("user", candidate.content))
+            elif candidate.memory_id in memories:
+                memory = memories[candidate.memory_id]
+                held.append(
+                    RecallResult(
+                        memory=memory,
+                        rank=len(held) + 1,
+                        score=item.score,
+                        components={},
+                        signals={},
+                        weights={},
+                    )
+                )
+        if history and history[-1][0] == "user":
+            history.pop()  # the message being answered is said after the memory block
+        return held, history
+
+    def _recall(self, turn: _Turn, ctx: ProcessContext) -> list[RecallResult]:
+        """What the message brings to mind (the message itself aside), without reinforcing."""
+        query = RecallQuery(
+            text=turn.text[:MAX_QUERY_CHARS],
+            limit=self.recall_limit + 1,
+            peek=True,
+            world=ctx.world or None,
+        )
+        found = [r for r in ctx.memory.recall(query) if r.memory.origin_event != turn.event]
+        return found[: self.recall_limit]
+
+    def _record_turn(self, turn: _Turn, said: Said, ctx: ProcessContext) -> str | None:
+        """The turn as a task episode; its id, or ``None`` when the write policy refused it."""
+        failed = any(action.failed for action in said.actions)
+        episode = Episode(
+            task=_clip(loggable(turn.text, ctx.config.policy), MAX_EPISODE_TEXT),
+            outcome=Outcome.PARTIAL if failed else Outcome.SUCCESS,
+            role="speaker",
+            agent=ctx.mind.name[:48],
+            actions=said.actions,
+            artifacts=(_clip(loggable(said.text, ctx.config.policy), MAX_SUMMARY_CHARS),)
+            if said.text
+            else (),
+        )
+        return ctx.record_episode(episode).id
+
+    def _remember_reply(self, candidate: Candidate, ctx: ProcessContext) -> None:
+        """The reply that passed the gate, as the mind's own memory."""
+        reply = MemoryInput(
+            content=candidate.content,
+            kind=MemoryKind.EPISODIC,
+            epistemic=Epistemic.OBSERVATION,
+            channel=Channel.SELF,
+            importance=candidate.importance,
+            salience=candidate.salience,
+            tags=(REPLY_TAG,) if candidate.action == "reply" else (candidate.action or "said",),
+            payload={
+                "in_reply_to": candidate.payload.get("in_reply_to"),
+                "context": candidate.payload.get("context", []),
+            },
+            world=ctx.world,
+            thread=ctx.thread or None,
+        )
+        self.last_reply = ctx.remember([reply])[0]
+        if candidate.action == "reply":
+            self._last = _Last(candidate.content, list(candidate.payload.get("context", [])))
+
+    def _judge(self, text: str, ctx: ProcessContext) -> None:
+        """Learn from the user's answer to the last reply (``processes.speaker.learning``)."""
+        last, self._last = self._last, None
+        if last is None:
+            return
+        verdict = learning.judge(text)
+        if verdict == learning.Verdict.NONE or not last.context:
+            return
+        context = [m for m in ctx.memory.get_many(last.context) if m.status == "active"]
+        for memory in learning.used(last.text, context):
+            if memory.channel == Channel.SELF and REPLY_TAG in memory.tags:
+                continue  # its own earlier words are not evidence
+            if verdict == learning.Verdict.ACCEPTED:
+                ctx.feedback(memory.id, 0.5, note="used in a reply the user accepted")
+            elif memory.key is not None:
+                ctx.supersede(memory.id, learning.correction_claim(text), channel=Channel.USER)
+            else:
+                ctx.feedback(memory.id, -1.0, note="used in a reply the user corrected")
+
+    # ------------------------------------------------------------ initiative
+
+    async def _speak_up(self, notices: list[str], ctx: ProcessContext) -> Candidate | None:
+        """A proactive message about ``notices`` (the rate limit allowed it)."""
+        if ctx.chat_model is None:
+            text = "Something needs your attention: " + notices[0]
+        else:
+            held, history = self._held(ctx)
+            messages = reply_messages(
+                name=ctx.mind.name,
+                now=ctx.clock.now(),
+                history=history,
+                held=held,
+                recalled=[],
+                text=None,
+                notices=notices,
+            )
+            self.model_calls += 1
+            said = await asyncio.wait_for(
+                converse(ctx.chat_model, messages, [], self.budget, ctx), self.budget.seconds
+            )
+            text = said.text
+            if not text or text.strip().rstrip(".").upper() == NOTHING:
+                return None
+        return self.candidate(
+            loggable(text, ctx.config.policy),
+            ctx,
+            salience=self.initiative.threshold,
+            importance=0.5,
+            credibility=CHANNEL_TRUST[Channel.SELF],
+            action="message",
+            payload={"notices": [_clip(n, MAX_SUMMARY_CHARS) for n in notices[:5]]},
+        )
+
+
+def _knowledge(memory: Memory) -> bool:
+    """Whether the offline responder may answer with a memory: not its own words, not a question."""
+    return memory.channel != Channel.SELF and not memory.content.rstrip().endswith("?")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
