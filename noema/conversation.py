@@ -2,8 +2,9 @@
 
 ``Mind.conversation(...)`` opens one; ``Mind.chat`` and ``Mind.achat`` are one
 turn of a conversation opened and closed around it. A conversation is a
-workspace over attend, retrieve and speak (plus any ``processes`` given), with
-the chat model and tools handed to the speaker. Its messages and the mind's
+workspace over attend, retrieve and speak (and agenda, when the initiative is
+on; plus any ``processes`` given), with the chat model and tools handed to the
+speaker. Its messages and the mind's
 replies form one thread, ``chat:<name>``, which outlives the process: a
 conversation reopened under the same name after a restart goes on in the same
 thread, and the speaker finds its last reply there to learn from the next turn.
@@ -93,7 +94,7 @@ class Conversation:
         processes: Sequence[ProcessProtocol] = (),
         attention: AttentionConfig | None = None,
     ) -> None:
-        from processes import Attend, Retrieve
+        from processes import Agenda, Attend, Retrieve
 
         if chat_model is not None and not isinstance(chat_model, BaseChatModel):
             kind = type(chat_model).__name__
@@ -106,9 +107,12 @@ class Conversation:
             raise InvalidInput(f"tools: LangChain tools, not {kind}", field="tools")
         budget = budget or Budget()
         self.speaker = Speak(tools=tools, budget=budget, initiative=initiative)
+        chosen: list[ProcessProtocol] = [Attend(), Retrieve(), self.speaker]
+        if self.speaker.initiative.enabled:  # what is left undone, for it to bring up
+            chosen.append(Agenda())
         self.workspace = Workspace(
             engine,
-            [Attend(), Retrieve(), self.speaker, *processes],
+            [*chosen, *processes],
             chat_model=chat_model,
             attention=attention,
             timeout=budget.seconds + 5.0,  # the speaker's own budget ends a slow turn first

@@ -1,5 +1,6 @@
-"""Processes: the ``Process`` base class, built-in attend, retrieve, reflect and speak, plugins."""
+"""Processes: the ``Process`` base class, the built-in processes, and plugin discovery."""
 
+from processes.agenda import Agenda
 from processes.attend import Attend
 from processes.base import Process
 from processes.discovery import ENTRY_POINT_GROUP, Discovered, discover
@@ -9,6 +10,7 @@ from processes.speaker import Budget, Initiative, Speak
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "Agenda",
     "Attend",
     "Budget",
     "Discovered",
