@@ -64,6 +64,10 @@ if TYPE_CHECKING:
         Settings as Settings,
         WritePolicy as WritePolicy,
     )
+    from noema.conversation import (
+        Conversation as Conversation,
+        Reply as Reply,
+    )
     from noema.errors import (
         ConfigError as ConfigError,
         CrossMindError as CrossMindError,
@@ -100,11 +104,15 @@ if TYPE_CHECKING:
         RunReport as RunReport,
     )
     from processes import (
+        Agenda as Agenda,
         Attend as Attend,
+        Budget as Budget,
         Discovered as Discovered,
+        Initiative as Initiative,
         Process as Process,
         Reflect as Reflect,
         Retrieve as Retrieve,
+        Speak as Speak,
         discover as discover,
     )
     from workspace import (
