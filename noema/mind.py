@@ -53,6 +53,7 @@ from noema.memory.recall.rerank import Reranker, as_reranker, load_reranker
 from noema.memory.upkeep import derived as upkeep
 from noema.memory.write.parts import Parts
 from noema.memory.write.policy import screen_name
+from noema.memory.write.reconciler import Reconciler
 from noema.storage import Storage, open_storage, ops
 
 __all__ = ["Mind", "Progress", "recall_query"]
@@ -283,8 +284,26 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, ChatPart, Upke
                 item if item.thread is not None else item.model_copy(update={"thread": shared})
                 for item in inputs
             ]
-        self._reconciler.check_policy(inputs, force=force)
-        self._reconciler.check_links(inputs)
+        return self._write_many(
+            inputs, self._reconciler, batch_size=batch_size, force=force, progress=progress
+        )
+
+    def _write_many(
+        self,
+        inputs: Sequence[MemoryInput],
+        reconciler: Reconciler,
+        *,
+        batch_size: int | None = None,
+        force: bool = False,
+        progress: Progress | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> list[Memory]:
+        """``remember_many``'s write of checked inputs, through ``reconciler``'s write policy.
+
+        ``labels`` name the items in a refusal (``"line 3"``; else ``"item 3"``).
+        """
+        reconciler.check_policy(inputs, force=force, labels=labels)
+        reconciler.check_links(inputs)
         size = batch_size or self.config.batch_size
         # A bulk write commits first and embeds after, in the background.
         later = (
@@ -295,9 +314,7 @@ class Mind(WorldsPart, FederationPart, EpisodesPart, RunningPart, ChatPart, Upke
         written: list[Memory] = []
         for start in range(0, len(inputs), size):
             batch = inputs[start : start + size]
-            written.extend(
-                self._reconciler.remember(batch, force=force, checked=True, embed=not later)
-            )
+            written.extend(reconciler.remember(batch, force=force, checked=True, embed=not later))
             if progress is not None:
                 progress(len(written), len(inputs))
         if later:

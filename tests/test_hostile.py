@@ -39,6 +39,7 @@ from noema import (
     UsageError,
 )
 from noema.cli import run
+from noema.memory.write.chat_exports import parse_chat_export
 
 HYPOTHESIS = settings(
     max_examples=75,
@@ -1114,6 +1115,11 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
     "export": {"fp": io.StringIO(), "world": None},
     "export_lines": {"world": "fuzz"},
     "import_": {"source": []},
+    "import_chat": {
+        "source": parse_chat_export('{"role": "user", "content": "a fuzzed chat line"}'),
+        "format": "auto",
+        "progress": None,
+    },
     "workspace": {
         "processes": None,
         "attention": None,

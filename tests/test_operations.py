@@ -200,13 +200,24 @@ OPERATOR = [op for op in OPERATIONS if op.needs == "operator"]
 def test_no_server_offers_an_operator_operation() -> None:
     names = {op.name for op in OPERATOR}
     assert {"decay", "embed_missing", "reindex", "checkpoint", "import_file", "forget"} <= names
+    assert "import_chat" in names
     for operation in OPERATOR:
         assert operation.route is None and not operation.mcp, operation.name
         assert operation.cli is not None, operation.name
     assert not names & {endpoint.name for endpoint in ENDPOINTS}
 
 
-def _operator_samples(tmp_path: Path, memory_id: str) -> dict[str, dict[str, Any]]:
+def _chat_export(path: Path) -> str:
+    """A chat history in the generic JSONL format, written to ``path``."""
+    path.write_text(
+        '{"role": "user", "content": "the vault code changes on Mondays", "time": 1}\n'
+        '{"role": "assistant", "content": "noted", "time": 2}\n',
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def _operator_samples(tmp_path: Path, memory_id: str, chats: str) -> dict[str, dict[str, Any]]:
     """A request of each operator operation, in an order that runs them all on one mind."""
     head, dump = str(tmp_path / "head.json"), str(tmp_path / "dump.jsonl")  # not written yet
     return {
@@ -218,6 +229,7 @@ def _operator_samples(tmp_path: Path, memory_id: str) -> dict[str, dict[str, Any
         "verify_against": {"against": head},
         "export_file": {"file": dump},
         "import_file": {"file": dump},  # into another, empty mind
+        "import_chat": {"file": chats},  # into a third
         "forget": {"ids": [memory_id], "yes": True},
     }
 
@@ -232,7 +244,7 @@ def test_a_servers_caller_is_refused_every_operator_operation(
     kept = mind.remember("the vault code changes on Mondays")
     files = tmp_path / "files"
     files.mkdir()
-    samples = _operator_samples(files, kept.id)
+    samples = _operator_samples(files, kept.id, _chat_export(tmp_path / "chats.jsonl"))
     assert set(samples) == {op.name for op in OPERATOR}
     before = mind.events()
     for operation in OPERATOR:
@@ -250,14 +262,16 @@ def test_the_operator_runs_every_operator_operation(
 ) -> None:
     mind = open_mind(embedder="hash:16")
     kept = mind.remember("the vault code changes on Mondays")
-    samples = _operator_samples(tmp_path, kept.id)
-    copy = open_mind("copy")
+    samples = _operator_samples(tmp_path, kept.id, _chat_export(tmp_path / "chats.jsonl"))
+    copy, chats = open_mind("copy"), open_mind("chats")
     for name, fields in samples.items():
         operation = BY_NAME[name]
-        reply = answer(copy if name == "import_file" else mind, operation, fields)
+        target = {"import_file": copy, "import_chat": chats}.get(name, mind)
+        reply = answer(target, operation, fields)
         assert operation.result is not None
         operation.result.model_validate(reply)
     assert copy.stats()["total"] == 1 and copy.verify().ok
+    assert chats.stats()["total"] == 2 and chats.verify().ok
     assert mind.stats()["total"] == 0 and mind.verify().ok
     with pytest.raises(InvalidInput, match="pass --yes"):
         answer(copy, BY_NAME["forget"], {"ids": [kept.id]})

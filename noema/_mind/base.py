@@ -75,3 +75,4 @@ class MindBase:
         world_path: Callable[[str], str]
         recall: Callable[..., list[RecallResult]]
         remember_many: Callable[..., list[Memory]]
+        _write_many: Callable[..., list[Memory]]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
-from pydantic import ValidationError
+from pydantic import SkipValidation, ValidationError
 
 from concepts import (
     Lifecycle,
@@ -34,13 +35,27 @@ from noema.memory.upkeep.transfer import (
 )
 from noema.memory.upkeep.verify import Checkpoint, checkpoint_of, verify_records
 from noema.memory.upkeep.verify_checks import VerifyReport
+from noema.memory.write.chat_exports import (
+    ChatExport,
+    ChatFormat,
+    ChatImportReport,
+    chat_inputs,
+    load_chat_export,
+)
+from noema.memory.write.parts import Parts
+from noema.memory.write.policy import secret_kinds
+from noema.memory.write.reconciler import Reconciler
 from noema.storage import ops
 
 __all__ = ["UpkeepPart"]
 
 
 class UpkeepPart(MindBase):
-    """Keeping the mind: health, forgetting, embedding, decay, consolidation, verify, transfer."""
+    """Keeping the mind: health, forgetting, embedding, decay, consolidation, verify, transfer.
+
+    Transfer is ``export``/``import_`` (a whole mind, byte for byte) and
+    ``import_chat`` (a chat app's history, remembered message by message).
+    """
 
     @checked
     def health(
@@ -262,3 +277,59 @@ class UpkeepPart(MindBase):
         if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
             raise InvalidInput(f"source: an export's lines or file, not {type(source).__name__}")
         return restore(self.storage, self.info, parse_export(source), self.config.policy)
+
+    @checked
+    def import_chat(
+        self,
+        source: SkipValidation[str | os.PathLike[str] | IO[bytes] | IO[str] | ChatExport],
+        *,
+        format: ChatFormat = "auto",
+        progress: Progress | None = None,
+    ) -> ChatImportReport:
+        """Remember a chat history exported by a chat app: one observation per message.
+
+        ``source`` is a path (``"-"``: standard input), a file open for reading, or a
+        ``ChatExport`` already read with ``noema.memory.write.chat_exports``. Its
+        ``format``: ``chatgpt`` (ChatGPT's ``conversations.json``: the path to each
+        conversation's current message, so branches edited away are left out),
+        ``claude`` (Claude's ``conversations.json``), ``jsonl`` (one
+        ``{"role", "content", "time"}`` a line, optionally ``conversation`` and
+        ``title``), or ``auto`` to tell it from the file.
+
+        Each message the user or an assistant wrote in text becomes an episodic
+        observation at the time it was said, on the thread ``chat:<conversation
+        id>`` in conversation order: the user's on the channel ``user``, the
+        assistant's on ``source`` (tagged ``assistant``). System, tool, hidden and
+        empty messages are skipped. Credentials are redacted whatever the write
+        policy says (``[REDACTED:<kind>]``, recorded on each memory's event). The
+        whole file is read and checked before the first write, so a bad one
+        writes nothing. As with ``remember_many``, a large history is embedded in
+        the background after it is written (``wait_for_embeddings``), and
+        ``progress(done, total)`` follows the write.
+
+        Raises:
+            InvalidInput: the file cannot be read, is no chat export of
+                ``format``, or a message in it is wrong; the message names it.
+            PolicyViolation: the write policy refuses a message for another reason
+                than a credential (its confidence, a credential in a thread label).
+        """
+        export = (
+            source if isinstance(source, ChatExport) else load_chat_export(source, format=format)
+        )
+        made = chat_inputs(export)
+        inputs = [item for _, item in made]
+        redacting = self.config.model_copy(
+            update={"policy": self.config.policy.model_copy(update={"secrets": "redact"})}
+        )
+        writer = Reconciler(Parts(self.storage, self.info, redacting, self.clock, self.embedder))
+        written = self._write_many(
+            inputs, writer, progress=progress, labels=[where for where, _ in made]
+        )
+        return ChatImportReport(
+            format=export.format,
+            conversations=len(export.conversations),
+            messages=export.messages,
+            memories=len({memory.id for memory in written}),
+            skipped=export.skipped,
+            redacted=sum(1 for item in inputs if secret_kinds(item)),
+        )

@@ -184,7 +184,7 @@ def operate(
     lines: Callable[[Any, datetime], Iterable[str]],
     *,
     request: Any = None,
-    progress: str | None = None,
+    progress: str | tuple[str, ...] | None = None,
     ok: Callable[[Any], bool] | None = None,
 ) -> int:
     """Run an operation with the command line's fields: its JSON under ``--json``, else ``lines``.
@@ -193,8 +193,8 @@ def operate(
     is opened, so a bad one writes nothing (not even a new store). ``lines`` gets
     the operation's result (``Mind``'s own objects) and the mind's time, and gives
     what people read (an :class:`Aside` on standard error). ``progress`` is the
-    word of the bar a long operation draws on a terminal; ``ok`` says whether a
-    result is a success (else exit 1).
+    word of the bar a long operation draws on a terminal (several: one a pass,
+    in turn); ``ok`` says whether a result is a success (else exit 1).
     """
     from noema.cli._common import EXIT_FAILURE, EXIT_OK, open_mind
     from noema.cli._render import Progress, emit_json
@@ -205,7 +205,8 @@ def operate(
         request = checked_request(args, operation_name)
     text: list[str] = []
     with open_mind(args) as mind:
-        follow = None if progress is None else Progress(progress)
+        words = (progress,) if isinstance(progress, str) else progress
+        follow = None if words is None else Progress(*words)
         result = perform(mind, operation, request, via="cli", follow=follow)
         if getattr(args, "json", False):
             emit_json(operation.reply(mind, result))

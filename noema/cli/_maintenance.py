@@ -1,8 +1,8 @@
 """The commands that look after a mind as a whole.
 
-decay, embed-missing, reindex, consolidate, verify, checkpoint, export, import, stats, health
-and forget: each the operation of ``noema.operations`` it names, its options
-made from the request. The operator's (``noema.operations.upkeep``) open the
+decay, embed-missing, reindex, consolidate, verify, checkpoint, export, import,
+import-chat, stats, health and forget: each the operation of ``noema.operations``
+it names, its options made from the request. The operator's (``noema.operations.upkeep``) open the
 files named on the command line; what they say beside data they write on
 standard output goes to standard error.
 """
@@ -21,6 +21,7 @@ from noema.operations.upkeep import Forgotten, Planned, file_of
 
 if TYPE_CHECKING:
     from noema.memory.upkeep.consolidate import ReflectReport
+    from noema.memory.write.chat_exports import ChatImportReport
 
 __all__ = [
     "cmd_checkpoint",
@@ -31,6 +32,7 @@ __all__ = [
     "cmd_forget",
     "cmd_health",
     "cmd_import",
+    "cmd_import_chat",
     "cmd_reindex",
     "cmd_stats",
     "cmd_verify",
@@ -132,6 +134,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         "import_file",
         lambda counts, now: [", ".join(f"{n} {what}" for what, n in counts.items()) + " imported"],
     )
+
+
+def cmd_import_chat(args: argparse.Namespace) -> int:
+    """``noema import-chat``: remember a chat history (FILE, or ``-``: stdin), message by message.
+
+    A progress bar follows the write, then the embedding, on a terminal.
+    """
+    return operate(args, "import_chat", _chats_imported, progress=("importing", "embedding"))
+
+
+def _chats_imported(report: ChatImportReport, now: datetime) -> list[str]:
+    return [
+        f"imported {report.messages} messages of {report.conversations} conversations "
+        f"({report.format}) as {report.memories} memories; {report.skipped} skipped, "
+        f"{report.redacted} with a credential redacted"
+    ]
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -329,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.operations(
         "_maintenance.cmd",
         ("import", "import_file", "restore an export into an empty mind"),
+        (
+            "import-chat",
+            "import_chat",
+            "remember a chat history (ChatGPT, Claude or JSONL export), a memory per message",
+        ),
         ("stats", "stats", "memory counts by kind and status"),
         ("health", "health", "what to review, merge, refresh or add: findings by rule"),
     )

@@ -281,25 +281,34 @@ def decay_line(report: DecayReport) -> str:
 class Progress:
     """A one-line progress bar on a terminal's stderr; silent elsewhere.
 
+    A long operation may go in passes (writing, then embedding): each pass that
+    ends gives the next bar the next label, if there is one.
+
     Attributes:
         label: the word before the bar (``"embedding"``).
         stream: where the bar is drawn.
         enabled: whether ``stream`` is a terminal (else nothing is drawn).
     """
 
-    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+    def __init__(self, label: str, *then: str, stream: TextIO | None = None) -> None:
         self.label = label
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty()
+        self._then = list(then)
+        self._ended: tuple[int, int] | None = None
 
     def __call__(self, done: int, total: int) -> None:
         """Draw the bar at ``done`` of ``total``; end the line when they meet."""
-        if not self.enabled or total <= 0:
+        if not self.enabled or total <= 0 or (done, total) == self._ended:
             return
         width = 30
         filled = int(width * done / total)
         bar = "#" * filled + "-" * (width - filled)
         self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
-        if done >= total:
+        self._ended = None
+        if done >= total:  # the pass ended: a repeat of its last call draws nothing
             self.stream.write("\n")
+            self._ended = (done, total)
+            if self._then:
+                self.label = self._then.pop(0)
         self.stream.flush()

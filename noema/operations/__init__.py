@@ -11,9 +11,9 @@ CLI show it. The faces are generic adapters over :data:`OPERATIONS`:
 - the CLI (``noema.cli``): ``--json`` prints what the operation answers.
 
 The operator's operations (``upkeep``: import, export to a file, checkpoint,
-forget, the maintenance jobs) open files the caller names or change the whole
-mind: they are the CLI's and Python's only, and ``perform`` refuses them to a
-server's caller.
+forget, a chat history's import, the maintenance jobs) open files the caller
+names or change the whole mind: they are the CLI's and Python's only, and
+``perform`` refuses them to a server's caller.
 
 ``Mind`` is the Python door to the same work, with keyword arguments and editor
 completion, and ``AsyncMind`` is generated from it. ``tests/test_operations.py``

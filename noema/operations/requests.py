@@ -38,6 +38,7 @@ from noema.errors import InvalidInput
 from noema.memory.knowledge.health import RULES
 from noema.memory.upkeep.consolidate import DEFAULT_LIMIT, DEFAULT_MIN_GROUP, DEFAULT_MIN_SHARED
 from noema.memory.upkeep.transfer import ExportData, parse_export
+from noema.memory.write.chat_exports import ChatExport, ChatFormat, load_chat_export
 from noema.operations.fields import (
     LABEL_PATTERN,
     NOTE_PATTERN,
@@ -494,6 +495,33 @@ def _read_export(file: str) -> ExportData:
         return parse_export(raw.splitlines())
     except InvalidInput as exc:
         raise InvalidInput(f"{file} {exc}") from None
+
+
+class ImportChatRequest(Request):
+    """The chat history to remember, read and checked whole with the request.
+
+    A file that is no chat export of the format is a bad request, refused before
+    the store is opened.
+    """
+
+    file: FileName = Field(
+        description="a chat export: ChatGPT's or Claude's conversations.json, or JSONL of "
+        "{role, content, time}; '-': standard input"
+    )
+    format: ChatFormat = Field(
+        default="auto", description="the export's format (auto: told from the file)"
+    )
+    _chats: ChatExport = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _read(self) -> ImportChatRequest:
+        self._chats = load_chat_export(self.file, format=self.format)
+        return self
+
+    @property
+    def chats(self) -> ChatExport:
+        """What the file holds, checked: every conversation and message of it."""
+        return self._chats
 
 
 class VerifyAgainstRequest(Request):

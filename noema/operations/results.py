@@ -327,6 +327,17 @@ class ImportedOut(Out):
     peers: int
 
 
+class ImportedChatOut(Out):
+    """What a chat import wrote: its format, conversations, messages and memories."""
+
+    format: str
+    conversations: int
+    messages: int
+    memories: int
+    skipped: int
+    redacted: int
+
+
 class ForgottenOut(Out):
     """What forget removed, and whether the audit chain still verifies."""
 

@@ -24,6 +24,7 @@ from noema.memory.upkeep.consolidate import ReflectReport
 from noema.memory.upkeep.purge import PurgePlan, PurgeReport
 from noema.memory.upkeep.verify import Checkpoint
 from noema.memory.upkeep.verify_checks import VerifyReport
+from noema.memory.write.chat_exports import ChatImportReport
 from noema.operations import requests as q, results as r
 from noema.operations.fields import Request
 from noema.operations.memories import given_filters, memory_json
@@ -113,6 +114,14 @@ def _export_whole(mind: Mind, target: Path, world: str | None) -> int:
         Path(temp).unlink(missing_ok=True)
         raise
     return count
+
+
+def _import_chat(mind: Mind, request: q.ImportChatRequest) -> ChatImportReport:
+    follow = progress()
+    report = mind.import_chat(request.chats, progress=follow)
+    # Recall by meaning finds the history once the operation returns.
+    mind.wait_for_embeddings(follow)
+    return report
 
 
 def _read_checkpoint(path: str) -> Checkpoint:
@@ -269,6 +278,22 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda mind, req: mind.import_(req.export),
         writes=True,
         cli=Cli(("import",), positional=("file",)),
+    ),
+    _operator(
+        "import_chat",
+        "Remember a chat history (a ChatGPT, Claude or JSONL export): a memory per message.",
+        q.ImportChatRequest,
+        r.ImportedChatOut,
+        _import_chat,
+        writes=True,
+        description=(
+            "Each message becomes an episodic observation at its time, on the thread "
+            "chat:<conversation id> in conversation order; the user's on the channel user, "
+            "the assistant's on source. Credentials are redacted. The file is read and checked "
+            "whole first: a bad one writes nothing."
+        ),
+        reply=lambda mind, report: asdict(report),
+        cli=Cli(("import-chat",), positional=("file",)),
     ),
     _operator(
         "forget",

@@ -10,6 +10,8 @@
 - ``keys``: the expanded keys stored with a memory for keyed recall.
 - ``worlds``: the world tree every write resolves into, and ``Worlds``, its management.
 - ``composed``: each world's composed vector, kept as its members change.
+- ``chat_exports``: a chat app's export (ChatGPT, Claude, JSONL) read as one ``MemoryInput``
+  per message, for ``Mind.import_chat``.
 - ``parts``: ``Parts``, the store, mind, configuration, clock and embedder that the
   reconciler, ``Worlds`` and (above) the recall pipeline and the engine are built on.
 
