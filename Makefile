@@ -19,11 +19,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # A demo mind on the embedded default: an example stream is observed, encoded,
-# recalled and reinforced; then, on a terminal, you type what it observes next.
+# recalled and reinforced; the mind answers a question from memory (with no chat model
+# configured, by NOEMA_CHAT_MODEL, the offline responder: no network); then, on a
+# terminal, you type what it observes next.
 run: $(STAMP)
 	$(BIN)/noema --mind demo run --input examples/demo-stream.jsonl --until-idle
 	$(BIN)/noema --mind demo recall "billing import job" --limit 3
 	$(BIN)/noema --mind demo stats
+	$(BIN)/noema --mind demo chat "what broke in the billing import job?"
 	@test -t 0 && $(BIN)/noema --mind demo run || true
 
 test: $(STAMP)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from concepts import STALE_CONFIDENCE
-from noema.errors import ConfigError, from_validation
+from noema.errors import ConfigError, InvalidInput, from_validation
 
 __all__ = [
     "DEFAULT_MIND",
@@ -327,6 +327,11 @@ class Settings(BaseModel):
     #: with its learned ranker), ``none``, ``lexical`` or ``embedding:<embedder>``
     #: (``NOEMA_RERANKER``).
     reranker: str = DEFAULT_RERANKER
+    #: The chat model of ``noema chat``: ``module:Class`` or ``provider:model``
+    #: (``NOEMA_CHAT_MODEL``); none: the offline responder, which answers from memory.
+    chat_model: str | None = None
+    #: The chat model's keyword arguments (``NOEMA_CHAT_MODEL_ARGS``, a JSON object).
+    chat_model_args: dict[str, Any] = Field(default_factory=dict)
     memory: MindConfig = MindConfig()
     #: Per-mind ``[minds.NAME]`` tables, each overriding ``[memory]`` field by
     #: field.
@@ -360,7 +365,10 @@ class Settings(BaseModel):
         """Settings from the environment: the one place Noema reads it.
 
         ``NOEMA_CONFIG`` names a TOML file; ``NOEMA_DATABASE_URL``, ``NOEMA_MIND``,
-        ``NOEMA_EMBEDDER`` and ``NOEMA_RERANKER`` override what it says.
+        ``NOEMA_EMBEDDER``, ``NOEMA_RERANKER``, ``NOEMA_CHAT_MODEL`` and
+        ``NOEMA_CHAT_MODEL_ARGS`` override what it says. The file's
+        ``chat_model_args`` are its ``chat_model``'s: ``NOEMA_CHAT_MODEL`` drops
+        them (its arguments are ``NOEMA_CHAT_MODEL_ARGS``, else none).
         """
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
@@ -380,6 +388,18 @@ class Settings(BaseModel):
             data["embedder"] = env["NOEMA_EMBEDDER"]
         if env.get("NOEMA_RERANKER"):
             data["reranker"] = env["NOEMA_RERANKER"]
+        if env.get("NOEMA_CHAT_MODEL"):
+            data["chat_model"] = env["NOEMA_CHAT_MODEL"]
+            data.pop("chat_model_args", None)
+        if env.get("NOEMA_CHAT_MODEL_ARGS"):
+            from noema.chat_models import chat_model_arguments
+
+            try:
+                data["chat_model_args"] = chat_model_arguments(
+                    env["NOEMA_CHAT_MODEL_ARGS"], where="NOEMA_CHAT_MODEL_ARGS"
+                )
+            except InvalidInput as exc:
+                raise ConfigError(str(exc)) from None
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

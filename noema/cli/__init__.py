@@ -11,8 +11,9 @@ This module is the entry point (``noema = noema.cli:main``). The parser is in
 :mod:`noema.cli._federate` (federate ACTION),
 :mod:`noema.cli._maintenance` (decay, embed-missing, reindex, verify,
 checkpoint, export, import, stats, health, forget), :mod:`noema.cli._faces` (mcp, tui,
-shell), :mod:`noema.cli._serve` (serve, the HTTP API) and
-:mod:`noema.cli._run_observe` (run, observe, over :mod:`noema.cli._run`).
+shell), :mod:`noema.cli._serve` (serve, the HTTP API),
+:mod:`noema.cli._run_observe` (run, observe, over :mod:`noema.cli._run`) and
+:mod:`noema.cli._chat` (chat).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Each command's options are declared here; its handler (``args.handler``) is a
 ``cmd_*`` function of :mod:`noema.cli._memory`, :mod:`noema.cli._world`,
 :mod:`noema.cli._federate`, :mod:`noema.cli._episode`,
-:mod:`noema.cli._maintenance`, :mod:`noema.cli._faces`, :mod:`noema.cli._run_observe`
-or :mod:`noema.cli._serve`, named here and imported only when it runs (a
+:mod:`noema.cli._maintenance`, :mod:`noema.cli._faces`, :mod:`noema.cli._run_observe`,
+:mod:`noema.cli._chat` or :mod:`noema.cli._serve`, named here and imported only when it runs (a
 :class:`Command`), so that building the parser imports neither the mind nor
 pydantic: ``noema --help`` and a bad command line answer at once.
 """
@@ -362,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--channel", choices=choices("Channel"), default="user")
 
+    # ------------------------------------------------ talking with it: noema.cli._chat
+    _add_chat_command(commands)
+
     # ------------------------------------------------ forget: noema.cli._maintenance
     commands.operation(
         "forget",
@@ -470,6 +473,54 @@ def _add_federation_flags(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="a store clients may subscribe to (repeatable; needs --allow-federation)",
     )
+
+
+def _add_chat_command(commands: _Commands) -> None:
+    """``noema chat``: a message, a prompt, or lines from a pipe, each a turn."""
+    p = commands.add(
+        "chat",
+        "_chat.cmd_chat",
+        "talk with the mind: it answers from memory, with a chat model or offline",
+        json="print each turn's reply as one JSON line",
+    )
+    p.add_argument(
+        "message",
+        nargs="?",
+        metavar="MESSAGE",
+        help="say this, print the reply and exit (default: a prompt on a terminal, "
+        "else each line of stdin is a turn)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="the chat model: module:Class (e.g. langchain_openai:ChatOpenAI) or "
+        "provider:model (e.g. openai:gpt-4o-mini, needs langchain); 'none': offline "
+        "(env NOEMA_CHAT_MODEL; default: offline, answers with what the mind recalls)",
+    )
+    p.add_argument(
+        "--model-args",
+        metavar="JSON",
+        help="the model's keyword arguments, a JSON object (env NOEMA_CHAT_MODEL_ARGS)",
+    )
+    p.add_argument(
+        "--tool",
+        dest="tools",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="a LangChain tool (or a list of them) the model may call (repeatable)",
+    )
+    p.add_argument(
+        "--conversation",
+        default="main",
+        metavar="NAME",
+        help="the conversation to go on with (its thread is chat:NAME)",
+    )
+    p.add_argument("--world", metavar="PATH", help="the world it talks in (default: the root)")
+    p.add_argument(
+        "--max-tool-calls", type=int, metavar="N", help="tool calls per turn (default 8)"
+    )
+    p.add_argument("--turn-seconds", type=float, metavar="S", help="seconds per turn (default 60)")
 
 
 def _tool(name: str) -> dict[str, Any]:
