@@ -52,7 +52,12 @@ class ChatPart(MindBase):
 
         Raises:
             InvalidInput: an argument is wrong; the error names it.
+            NotFound: the mind has no world at ``world``.
         """
+        if not name.strip():
+            raise InvalidInput("name: a conversation's name, not blank", field="name")
+        if world:
+            self._worlds.show(world)  # what it remembers goes there: the world must exist
         try:
             _THREAD.validate_python(f"chat:{name}")
         except ValidationError as exc:

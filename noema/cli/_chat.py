@@ -55,8 +55,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
     tools = _tools(args.tools)
     budget = _budget(args)
     with _failures_told_once(), open_mind(args) as mind:
-        if args.world is not None:
-            mind.world(args.world)  # NotFound: a conversation needs its world to exist
         with mind.conversation(
             chat_model=model,
             tools=tools,
