@@ -372,6 +372,32 @@ def test_a_prompt_on_a_terminal(seeded: str, env: dict[str, str]) -> None:
     assert "demo> From memory:" in screen and BILLING in screen
 
 
+def test_with_initiative_the_mind_speaks_unasked_at_the_prompt(
+    seeded: str, env: dict[str, str]
+) -> None:
+    with Mind.open(seeded, "demo") as mind:
+        mind.record_episode(task="deploy the billing fix", outcome="partial")
+    code, screen, err, _ = _terminal(
+        ["--db", seeded, "--mind", "demo", "chat", "--initiative", "--tick-seconds", "0.02"],
+        env,
+        b"",
+        interrupt=lambda seen: b"deploy the billing fix" in seen,
+    )
+    assert code == 0, err
+    assert "demo> Something needs your attention: Unfinished (partial): deploy the billing fix" in (
+        screen
+    )
+    with Mind.open(seeded, "demo") as mind:
+        [action] = mind.events(kinds=["action_taken"])
+    assert action.payload["action"] == "message"
+
+
+def test_a_tick_out_of_range_is_refused(noema: Cli) -> None:
+    result = noema("chat", "--initiative", "--tick-seconds", "0", "hello")
+    assert result.code == 2
+    assert "--tick-seconds: more than 0" in result.err
+
+
 def test_ctrl_c_at_the_prompt_ends_it_cleanly(seeded: str, env: dict[str, str]) -> None:
     code, screen, err, _ = _terminal(
         ["--db", seeded, "--mind", "demo", "chat", "--model", "chat_fakes:Parrot"],

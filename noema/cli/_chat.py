@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import queue
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -51,18 +53,24 @@ def cmd_chat(args: argparse.Namespace) -> int:
     """
     if not args.conversation.strip():
         raise InvalidInput("--conversation: a name, not blank")
+    if not 0 < args.tick_seconds <= 3_600:
+        raise InvalidInput(f"--tick-seconds: more than 0 and at most 3600, got {args.tick_seconds}")
     model = _chat_model(args)
     tools = _tools(args.tools)
     budget = _budget(args)
-    with _failures_told_once(), open_mind(args) as mind:
-        with mind.conversation(
+    with (
+        _failures_told_once(),
+        open_mind(args) as mind,
+        mind.conversation(
             chat_model=model,
             tools=tools,
             name=args.conversation,
             budget=budget,
+            initiative=_initiative(args.initiative),
             **given(world=args.world),
-        ) as talk:
-            return _talk(talk, args, mind.name, has_model=model is not None)
+        ) as talk,
+    ):
+        return _talk(talk, args, mind.name, has_model=model is not None)
 
 
 def _talk(talk: Conversation, args: argparse.Namespace, name: str, *, has_model: bool) -> int:
@@ -74,7 +82,8 @@ def _talk(talk: Conversation, args: argparse.Namespace, name: str, *, has_model:
             raise RuntimeFailure(_no_reply(reply))
         return EXIT_OK
     if sys.stdin.isatty():
-        return _prompt(talk, name, has_model, as_json=args.json)
+        tick = args.tick_seconds if args.initiative else None
+        return _prompt(talk, name, has_model, as_json=args.json, tick=tick)
     failed = False
     for text in _lines(sys.stdin.buffer):
         failed = not _turn(talk, text, name, as_json=args.json) or failed
@@ -129,6 +138,12 @@ def _tools(specs: list[str]) -> list[BaseTool]:
     return [tool for spec in specs for tool in load_tools(spec)]
 
 
+def _initiative(enabled: bool) -> Any:
+    from processes.speaker import Initiative
+
+    return Initiative(enabled=enabled)
+
+
 def _budget(args: argparse.Namespace) -> Budget:
     from processes.speaker import Budget
 
@@ -162,27 +177,71 @@ def _failures_told_once() -> Iterator[None]:
             logger.removeHandler(quiet)
 
 
-def _prompt(talk: Conversation, name: str, has_model: bool, *, as_json: bool) -> int:
-    """A turn per line typed at ``you>``; ``/quit``, Ctrl-D or Ctrl-C ends it."""
+def _prompt(
+    talk: Conversation, name: str, has_model: bool, *, as_json: bool, tick: float | None
+) -> int:
+    """A turn per line typed at ``you>``; ``/quit``, Ctrl-D or Ctrl-C ends it.
+
+    With ``tick`` (``--initiative``), the workspace runs an idle cycle every
+    ``tick`` seconds while it waits for a line, and says what it says unasked.
+    """
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     voice = "its chat model" if has_model else "the offline responder (what it recalls)"
     print(f"Talking with {name!r} in conversation {talk.name!r}, through {voice}.")
     print("Type a message; /quit or Ctrl-D ends.")
+    typed = _Typed() if tick is not None else None
     try:
         while True:
-            try:
-                text = input(PROMPT)
-            except EOFError:
-                print()
-                break
-            if text.strip() in QUIT:
+            text = _next_line(talk, name, typed, tick, as_json=as_json)
+            if text is None or text.strip() in QUIT:
                 break
             if text.strip():
                 _turn(talk, text, name, as_json=as_json)
     except KeyboardInterrupt:
         print()
     return EXIT_OK
+
+
+class _Typed:
+    """Lines typed at the prompt, read in a thread; each ``input`` waits for ``ask``."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.ask = threading.Event()
+        threading.Thread(target=self._read, daemon=True, name="noema-chat-input").start()
+
+    def _read(self) -> None:
+        while True:
+            self.ask.wait()
+            self.ask.clear()
+            try:
+                self.lines.put(input(PROMPT))
+            except (EOFError, KeyboardInterrupt):
+                self.lines.put(None)
+                return
+
+
+def _next_line(
+    talk: Conversation, name: str, typed: _Typed | None, tick: float | None, *, as_json: bool
+) -> str | None:
+    """The next line typed (``None``: the input ended); with ``typed``, ticking while it waits."""
+    if typed is None or tick is None:
+        try:
+            return input(PROMPT)
+        except EOFError:
+            print()
+            return None
+    typed.ask.set()
+    while True:
+        try:
+            return typed.lines.get(timeout=tick)
+        except queue.Empty:
+            spoken = talk.tick()
+            if spoken is not None and spoken.text is not None:
+                print()  # off the waiting prompt's line
+                _show(spoken, name, as_json=as_json, prefix=True)
+                print(PROMPT, end="", flush=True)
 
 
 def _lines(stream: Iterable[bytes]) -> Iterator[str]:

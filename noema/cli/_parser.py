@@ -521,6 +521,18 @@ def _add_chat_command(commands: _Commands) -> None:
         "--max-tool-calls", type=int, metavar="N", help="tool calls per turn (default 8)"
     )
     p.add_argument("--turn-seconds", type=float, metavar="S", help="seconds per turn (default 60)")
+    p.add_argument(
+        "--initiative",
+        action="store_true",
+        help="at the prompt, let the mind speak unasked between turns (rate-limited)",
+    )
+    p.add_argument(
+        "--tick-seconds",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="with --initiative: seconds between two idle cycles (default 2)",
+    )
 
 
 def _tool(name: str) -> dict[str, Any]:
