@@ -9,6 +9,7 @@ them killed with SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import signal
@@ -26,9 +27,10 @@ from chat_doubles import Failing, Scripted, call, memory_block, roles, text_of
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage, messages_to_dict
 from langchain_core.tools import StructuredTool
 
-from concepts import Candidate, Channel, EventKind, Observation, Status
+from concepts import Candidate, Channel, EventKind, Observation, RecallResult, Status
 from noema import ManualClock, Mind, Process
 from noema.conversation import Conversation
+from processes import Retrieve
 from processes.speaker import Budget, Initiative
 from processes.speaker.prompt import HISTORY_TURNS, instructions
 from workspace import AttentionConfig, ProcessContext, decide
@@ -164,6 +166,27 @@ def test_a_held_action_passes_the_next_cycle_and_each_is_logged_with_its_rivals(
     assert first["content"] == "first has a thing of its own to say"
     assert (second["cycle"], second["action"], second["source"]) == (2, "message", "second")
     assert second["rivals"] == []
+
+
+def test_retrieve_proposes_a_memory_ranked_below_zero_at_no_salience(ada: Mind) -> None:
+    # The learned ranker's move can take a recall score below zero (seen in long
+    # conversations, where the mind's own replies rank low): retrieve used it as a
+    # salience and failed the cycle.
+    memory = ada.remember("Noted, and this is answer 35.", channel="self")
+    low = RecallResult(memory=memory, rank=1, score=-0.0005, components={}, signals={}, weights={})
+
+    class Reader:
+        def recall(self, query: object) -> list[RecallResult]:
+            return [low]
+
+    async def run() -> list[Candidate]:
+        workspace = ada.workspace([])  # percepts only: nothing held
+        await workspace.step([Observation(content="more answers, June?")])
+        ctx = dataclasses.replace(workspace.ctx, memory=Reader())
+        return await Retrieve().propose(ctx)
+
+    [proposed] = asyncio.run(run())
+    assert proposed.memory_id == memory.id and proposed.salience == 0.0
 
 
 # ---------------------------------------------------------------- the prompt
