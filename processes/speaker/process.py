@@ -32,7 +32,7 @@ from processes.base import Process
 from processes.speaker import learning
 from processes.speaker.initiative import Initiative, RateLimit
 from processes.speaker.prompt import HISTORY_TURNS, NOTHING, offline_reply, reply_messages
-from processes.speaker.tools import Budget, Said, converse, memory_tools
+from processes.speaker.tools import Budget, Said, converse, turn_tools
 from workspace import ProcessContext
 
 __all__ = ["REPLY_TAG", "Speak"]
@@ -45,6 +45,9 @@ REPLY_TAG = "reply"
 REPLY_SALIENCE = 0.9
 #: Messages of the conversation the speaker keeps (and reads back on start).
 TRANSCRIPT = 50
+#: Recall asks for this many more memories than it keeps, for the message itself and the
+#: history's messages it finds again (not repeated in the prompt); each costs rank time.
+SPARE = 3
 #: The channels of a conversation's messages: the user's words and the mind's.
 _SPEAKING = (Channel.USER, Channel.SELF)
 
@@ -138,7 +141,7 @@ class Speak(Process):
         if not ctx.thread:
             return
         filters = RecallFilters(channels=_SPEAKING)
-        found = await asyncio.to_thread(ctx.memory.timeline, filters, limit=4 * TRANSCRIPT)
+        found = await asyncio.to_thread(ctx.memory.timeline, filters, limit=TRANSCRIPT)
         said = sorted((m for m in found if m.thread == ctx.thread), key=_thread_order)
         for memory in said[-TRANSCRIPT:]:
             mine = memory.channel == Channel.SELF
@@ -200,10 +203,10 @@ class Speak(Process):
                 recalled=recalled,
                 text=turn.text,
             )
-            tools = [*(memory_tools(ctx) if self.memory_tools else []), *self.tools]
             self.model_calls += 1
             said = await asyncio.wait_for(
-                converse(ctx.chat_model, messages, tools, self.budget, ctx), self.budget.seconds
+                converse(ctx.chat_model, messages, self._tools_for(ctx), self.budget, ctx),
+                self.budget.seconds,
             )
         episode = None
         if said.actions:
@@ -223,6 +226,10 @@ class Speak(Process):
                 "episode": episode,
             },
         )
+
+    def _tools_for(self, ctx: ProcessContext) -> list[BaseTool]:
+        """The memory tools (acting through ``ctx``) and the user's."""
+        return [*(turn_tools(ctx) if self.memory_tools else []), *self.tools]
 
     def _history(self, turn: _Turn | None = None) -> list[_Message]:
         """The last ``HISTORY_TURNS`` messages before ``turn`` (with ``None``: of all)."""
@@ -262,7 +269,7 @@ class Speak(Process):
         """What the message brings to mind, but what the prompt ``shown`` holds; a peek."""
         query = RecallQuery(
             text=turn.text[:MAX_QUERY_CHARS],
-            limit=self.recall_limit + len(shown),
+            limit=self.recall_limit + min(len(shown), SPARE),
             peek=True,
             world=ctx.world or None,
         )
