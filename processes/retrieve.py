@@ -48,7 +48,7 @@ class Retrieve(Process):
                 candidate = self.candidate(
                     memory.content,
                     ctx,
-                    salience=ASSOCIATION * min(1.0, result.score),
+                    salience=ASSOCIATION * max(0.0, min(1.0, result.score)),
                     importance=memory.importance,
                     credibility=memory.credibility,
                     memory_id=memory.id,

@@ -1,9 +1,11 @@
-"""The size-per-process benchmarks: one-line failures, and the PostgreSQL verdicts."""
+"""The size-per-process benchmarks: one-line failures, and the PostgreSQL verdicts; chat turns."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,35 @@ def test_the_latency_target_holds_only_when_every_pass_meets_it() -> None:
     assert "growth" not in met
     grown = render([_run(10_000, peek=5.0), _run(1_000_000)], "PostgreSQL 15", "cmd")
     assert "- p95 growth 10,000 → 1,000,000 at most 3x: 4.00x, **missed**" in grown
+
+
+def test_the_chat_turn_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    report = tmp_path / "benchmarks.md"
+    run = ["--memories", "50", "--turns", "5", "--output", str(report), "--results", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.chat_turn", *run],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    text = report.read_text()
+    assert text.count("<!-- chat-turn:begin -->") == 1 and text.count("<!-- chat-turn:end -->") == 1
+    assert "Command: `python -m benchmarks.chat_turn --memories 50 --turns 5`;" in text
+    assert "| one-shot `Mind.chat` |" in text and "Target at 10,000 memories:" in text
+    [row] = json.loads((tmp_path / "chat-turn.json").read_text())["rows"]
+    assert (row["memories"], row["turns"], row["cycles_per_turn"]) == (50, 5, 2.0)
+    for way in ("open", "chat"):
+        assert 0 < row[f"{way}_p50_ms"] <= row[f"{way}_p95_ms"]
+        assert 0 < row[f"{way}_cpu_p50_ms"] <= row[f"{way}_cpu_p95_ms"]
+
+
+def test_the_chat_turn_benchmark_refuses_a_run_of_no_turns_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.chat_turn", "--turns", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "chat_turn: --memories and --turns must be at least 1\n"

@@ -5,6 +5,7 @@ See docs/architecture.md, "Workspace".
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class AttentionConfig:
         }
 
 
+@functools.lru_cache(maxsize=1024)  # a cycle compares each text with every held and recent one
 def _words(text: str) -> frozenset[str]:
     return frozenset(w.casefold() for w in _WORD.findall(text))
 

@@ -44,7 +44,7 @@ from noema.errors import InvalidInput, PolicyViolation
 from noema.ids import new_id
 from noema.memory.engine import Engine
 from noema.memory.records.events import EventLog
-from noema.memory.write.policy import apply_secret_policy, screen_name, secret_kinds
+from noema.memory.write.policy import apply_secret_policy, loggable, screen_name, secret_kinds
 from noema.storage import ops
 from workspace.attention import AttentionConfig, WorkingMemory, decide
 from workspace.context import Percept, ProcessContext
@@ -356,6 +356,7 @@ class Workspace:
             return await self._runners[process.name].call(call, *rest, mine, timeout=self.timeout)
         except Exception as exc:  # a plugin may raise anything
             error = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            error = loggable(error, self.ctx.config.policy)  # a model's error may quote a key
             count = self.failures.get(process.name, 0) + 1
             self.failures[process.name] = count
             self.last_errors[process.name] = (self.ctx.cycle, f"{hook}: {error}")

@@ -31,8 +31,8 @@ from noema.memory.write.policy import loggable
 from processes.base import Process
 from processes.speaker import learning
 from processes.speaker.initiative import Initiative, RateLimit
-from processes.speaker.prompt import NOTHING, offline_reply, reply_messages
-from processes.speaker.tools import Budget, Said, converse, memory_tools
+from processes.speaker.prompt import HISTORY_TURNS, NOTHING, offline_reply, reply_messages
+from processes.speaker.tools import Budget, Said, converse, turn_tools
 from workspace import ProcessContext
 
 __all__ = ["REPLY_TAG", "Speak"]
@@ -43,6 +43,13 @@ log = logging.getLogger(__name__)
 REPLY_TAG = "reply"
 #: A reply's salience: what the mind says to someone waiting for it comes first.
 REPLY_SALIENCE = 0.9
+#: Messages of the conversation the speaker keeps (and reads back on start).
+TRANSCRIPT = 50
+#: Recall asks for this many more memories than it keeps, for the message itself and the
+#: history's messages it finds again (not repeated in the prompt); each costs rank time.
+SPARE = 3
+#: The channels of a conversation's messages: the user's words and the mind's.
+_SPEAKING = (Channel.USER, Channel.SELF)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,19 @@ class _Last:
 
     text: str
     context: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Message:
+    """One message of the conversation: who said it, what, and what it is known by.
+
+    ``ref``: a user's message's observation event (its memory's origin), a
+    reply's memory id.
+    """
+
+    role: str
+    text: str
+    ref: str
 
 
 class Speak(Process):
@@ -109,16 +129,27 @@ class Speak(Process):
         self._turns: list[_Turn] = []
         self._notices: list[str] = []
         self._last: _Last | None = None
+        self._transcript: list[_Message] = []
         self._limit = RateLimit(self.initiative.min_interval, self.initiative.per_hour)
 
     async def on_start(self, ctx: ProcessContext) -> None:
-        """Find the conversation's last reply: a restarted mind still learns from the next turn."""
-        if not (self.learn and ctx.thread):
+        """Read the conversation back from its thread: a restarted mind goes on where it stopped.
+
+        Its last messages make the prompt's history, and its last reply is
+        judged by the next turn.
+        """
+        if not ctx.thread:
             return
-        filters = RecallFilters(channels=(Channel.SELF,), tags=(REPLY_TAG,))
-        replies = await asyncio.to_thread(ctx.memory.timeline, filters, limit=50)
-        last = next((m for m in replies if m.thread == ctx.thread), None)
-        if last is not None:
+        filters = RecallFilters(channels=_SPEAKING)
+        found = await asyncio.to_thread(ctx.memory.timeline, filters, limit=TRANSCRIPT)
+        said = sorted((m for m in found if m.thread == ctx.thread), key=_thread_order)
+        for memory in said[-TRANSCRIPT:]:
+            mine = memory.channel == Channel.SELF
+            ref = memory.id if mine else memory.origin_event or memory.id
+            self._transcript.append(_Message("self" if mine else "user", memory.content, ref))
+        replies = [m for m in said if m.channel == Channel.SELF and REPLY_TAG in m.tags]
+        if self.learn and replies:
+            last = replies[-1]
             self._last = _Last(last.content, list(last.payload.get("context", [])))
 
     async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
@@ -127,7 +158,9 @@ class Speak(Process):
         if candidate.source == "attend" and candidate.payload.get("channel") == Channel.USER:
             if self.learn and self._last is not None:
                 await asyncio.to_thread(self._judge, candidate.content, ctx)
-            self._turns.append(_Turn(candidate.content, candidate.payload["observation_event"]))
+            event = candidate.payload["observation_event"]
+            self._turns.append(_Turn(candidate.content, event))
+            self._said(_Message("user", candidate.content, event))
         elif candidate.source == self.name and candidate.action is not None:
             await asyncio.to_thread(self._remember_reply, candidate, ctx)
         elif (
@@ -152,8 +185,10 @@ class Speak(Process):
     # ------------------------------------------------------------ replying
 
     async def _reply(self, turn: _Turn, ctx: ProcessContext) -> Candidate:
-        held, history = self._held(ctx)
-        recalled = await asyncio.to_thread(self._recall, turn, ctx)
+        history = self._history(turn)
+        shown = {turn.event, *(message.ref for message in history)}
+        held = await asyncio.to_thread(self._held, shown, ctx)
+        recalled = await asyncio.to_thread(self._recall, turn, shown, ctx)
         found = {r.memory.id for r in recalled}
         held = [r for r in held if r.memory.id not in found]
         context = [r.memory.id for r in (*held, *recalled)]
@@ -163,15 +198,15 @@ class Speak(Process):
             messages = reply_messages(
                 name=ctx.mind.name,
                 now=ctx.clock.now(),
-                history=history,
+                history=[(message.role, message.text) for message in history],
                 held=held,
                 recalled=recalled,
                 text=turn.text,
             )
-            tools = [*(memory_tools(ctx) if self.memory_tools else []), *self.tools]
             self.model_calls += 1
             said = await asyncio.wait_for(
-                converse(ctx.chat_model, messages, tools, self.budget, ctx), self.budget.seconds
+                converse(ctx.chat_model, messages, self._tools_for(ctx), self.budget, ctx),
+                self.budget.seconds,
             )
         episode = None
         if said.actions:
@@ -192,43 +227,53 @@ class Speak(Process):
             },
         )
 
-    def _held(self, ctx: ProcessContext) -> tuple[list[RecallResult], list[tuple[str, str]]]:
-        """Working memory: the memories it holds (as results), and the conversation in it."""
+    def _tools_for(self, ctx: ProcessContext) -> list[BaseTool]:
+        """The memory tools (acting through ``ctx``) and the user's."""
+        return [*(turn_tools(ctx) if self.memory_tools else []), *self.tools]
+
+    def _history(self, turn: _Turn | None = None) -> list[_Message]:
+        """The last ``HISTORY_TURNS`` messages before ``turn`` (with ``None``: of all)."""
+        refs = [message.ref for message in self._transcript]
+        end = refs.index(turn.event) if turn is not None and turn.event in refs else len(refs)
+        return self._transcript[max(0, end - HISTORY_TURNS) : end]
+
+    def _said(self, message: _Message) -> None:
+        self._transcript = [*self._transcript, message][-TRANSCRIPT:]
+
+    def _held(self, shown: set[str], ctx: ProcessContext) -> list[RecallResult]:
+        """The memories working memory holds, as results, but those ``shown`` in the prompt.
+
+        ``shown``: the refs of the messages in the prompt (``_Message.ref``); a
+        message's memory, recalled into working memory by retrieve, is not repeated.
+        """
         held: list[RecallResult] = []
-        history: list[tuple[str, str]] = []
         ids = [i.candidate.memory_id for i in ctx.working_memory if i.candidate.memory_id]
         memories = {m.id: m for m in ctx.memory.get_many(ids)} if ids else {}
         for item in sorted(ctx.working_memory, key=lambda i: i.entered_cycle):
-            candidate = item.candidate
-            if candidate.source == self.name:
-                history.append(("self", candidate.content))
-            elif candidate.source == "attend" and candidate.payload.get("channel") == Channel.USER:
-                history.append(("user", candidate.content))
-            elif candidate.memory_id in memories:
-                memory = memories[candidate.memory_id]
-                held.append(
-                    RecallResult(
-                        memory=memory,
-                        rank=len(held) + 1,
-                        score=item.score,
-                        components={},
-                        signals={},
-                        weights={},
-                    )
+            memory = memories.get(item.candidate.memory_id or "")
+            if memory is None or _shown(memory, shown):
+                continue
+            held.append(
+                RecallResult(
+                    memory=memory,
+                    rank=len(held) + 1,
+                    score=item.score,
+                    components={},
+                    signals={},
+                    weights={},
                 )
-        if history and history[-1][0] == "user":
-            history.pop()  # the message being answered is said after the memory block
-        return held, history
+            )
+        return held
 
-    def _recall(self, turn: _Turn, ctx: ProcessContext) -> list[RecallResult]:
-        """What the message brings to mind (the message itself aside), without reinforcing."""
+    def _recall(self, turn: _Turn, shown: set[str], ctx: ProcessContext) -> list[RecallResult]:
+        """What the message brings to mind, but what the prompt ``shown`` holds; a peek."""
         query = RecallQuery(
             text=turn.text[:MAX_QUERY_CHARS],
-            limit=self.recall_limit + 1,
+            limit=self.recall_limit + min(len(shown), SPARE),
             peek=True,
             world=ctx.world or None,
         )
-        found = [r for r in ctx.memory.recall(query) if r.memory.origin_event != turn.event]
+        found = [r for r in ctx.memory.recall(query) if not _shown(r.memory, shown)]
         return found[: self.recall_limit]
 
     def _record_turn(self, turn: _Turn, said: Said, ctx: ProcessContext) -> str | None:
@@ -264,6 +309,7 @@ class Speak(Process):
             thread=ctx.thread or None,
         )
         self.last_reply = ctx.remember([reply])[0]
+        self._said(_Message("self", candidate.content, self.last_reply.id))
         if candidate.action == "reply":
             self._last = _Last(candidate.content, list(candidate.payload.get("context", [])))
 
@@ -293,11 +339,12 @@ class Speak(Process):
         if ctx.chat_model is None:
             text = "Something needs your attention: " + notices[0]
         else:
-            held, history = self._held(ctx)
+            history = self._history()
+            held = await asyncio.to_thread(self._held, {m.ref for m in history}, ctx)
             messages = reply_messages(
                 name=ctx.mind.name,
                 now=ctx.clock.now(),
-                history=history,
+                history=[(message.role, message.text) for message in history],
                 held=held,
                 recalled=[],
                 text=None,
@@ -319,6 +366,15 @@ class Speak(Process):
             action="message",
             payload={"notices": [_clip(n, MAX_SUMMARY_CHARS) for n in notices[:5]]},
         )
+
+
+def _thread_order(memory: Memory) -> tuple[int, str]:
+    return (memory.position or 0, memory.id)
+
+
+def _shown(memory: Memory, shown: set[str]) -> bool:
+    """Whether ``memory`` is one of the messages ``shown`` in a prompt (by their refs)."""
+    return memory.id in shown or (memory.origin_event or "") in shown
 
 
 def _knowledge(memory: Memory) -> bool:

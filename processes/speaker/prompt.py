@@ -4,9 +4,10 @@ A reply's prompt is a list of chat messages, always in this order:
 
 1. A system message: ``instructions(name, now)``. Nothing a memory or a user
    says is ever placed in it, so no stored text can change the instructions.
-2. The conversation so far, as it stands in working memory: at most
-   ``HISTORY_TURNS`` earlier messages of this conversation, oldest first, the
-   user's as human messages and the mind's replies as AI messages.
+2. The conversation so far: at most ``HISTORY_TURNS`` earlier messages of
+   this conversation (its thread), oldest first, the user's as human messages
+   and the mind's as AI messages. They are not repeated in the memory block,
+   though working memory or recall brings them back.
 3. One human message: a ``<memory>`` block, then the user's words. The block
    holds what working memory attends to (besides the conversation) and the
    memories recalled for the message, best first, one line each::

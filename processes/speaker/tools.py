@@ -20,9 +20,11 @@ answer without tools.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +38,7 @@ from noema.memory.write.policy import loggable
 from processes.speaker.prompt import memory_line
 from workspace import ProcessContext
 
-__all__ = ["Budget", "Said", "converse", "memory_tools"]
+__all__ = ["Budget", "Said", "converse", "memory_tools", "turn_tools"]
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,14 @@ class Said:
     actions: tuple[Action, ...]
 
 
-def memory_tools(ctx: ProcessContext) -> list[BaseTool]:
-    """The mind's own memory operations as tools, over ``ctx`` (see the module docstring)."""
+def memory_tools(ctx: ProcessContext | Callable[[], ProcessContext]) -> list[BaseTool]:
+    """The mind's own memory operations as tools (see the module docstring).
+
+    Args:
+        ctx: the process context they act through, or a function that gives
+            the current one (``turn_tools`` hands them each turn's).
+    """
+    current = ctx if callable(ctx) else lambda: ctx
 
     def remember(content: str, key: str | None = None) -> str:
         """Remember a fact for later.
@@ -68,41 +76,64 @@ def memory_tools(ctx: ProcessContext) -> list[BaseTool]:
         Give a key (like user.home_city) when the fact has one current value:
         a new value for the key replaces the old one.
         """
+        now = current()
         item = MemoryInput(
             content=content,
             kind=MemoryKind.SEMANTIC,
             epistemic=Epistemic.CLAIM,
             channel=Channel.SELF,
             key=key,
-            world=ctx.world,
+            world=now.world,
         )
-        memory = ctx.remember([item])[0]
+        memory = now.remember([item])[0]
         return f"remembered as {memory.id}"
 
     def recall(query: str, limit: int = 5) -> str:
         """Recall memories about a query, best first, one per line with its id."""
-        found = ctx.memory.recall(
+        now = current()
+        found = now.memory.recall(
             RecallQuery(
-                text=query, limit=max(1, min(limit, 20)), peek=True, world=ctx.world or None
+                text=query, limit=max(1, min(limit, 20)), peek=True, world=now.world or None
             )
         )
         return "\n".join(memory_line(result) for result in found) or "nothing found"
 
     def correct(memory_id: str, content: str) -> str:
         """Replace a memory that turned out wrong with its corrected content (by its id)."""
-        return f"corrected: {ctx.supersede(memory_id, content, channel=Channel.SELF).id}"
+        return f"corrected: {current().supersede(memory_id, content, channel=Channel.SELF).id}"
 
     def retract(memory_id: str, reason: str) -> str:
         """Mark a memory wrong (by its id); it is kept for the record but no longer recalled."""
-        return f"retracted {ctx.retract(memory_id, reason=reason).id}"
+        return f"retracted {current().retract(memory_id, reason=reason).id}"
 
     def feedback(memory_id: str, value: float, note: str | None = None) -> str:
         """Say a memory was useful or true (value up to 1) or not (down to -1)."""
-        memory = ctx.feedback(memory_id, max(-1.0, min(1.0, value)), note=note)
+        memory = current().feedback(memory_id, max(-1.0, min(1.0, value)), note=note)
         return f"confidence of {memory.id} is now {memory.confidence:.2f}"
 
     functions = (remember, recall, correct, retract, feedback)
     return [StructuredTool.from_function(function) for function in functions]
+
+
+#: The context the shared memory tools act through: the turn's, set by ``turn_tools``.
+_TURN: ContextVar[ProcessContext] = ContextVar("speaker_turn")
+
+
+@functools.cache
+def _shared_tools() -> tuple[BaseTool, ...]:
+    return tuple(memory_tools(_TURN.get))
+
+
+def turn_tools(ctx: ProcessContext) -> list[BaseTool]:
+    """The memory tools acting through ``ctx`` for the rest of the current task (a turn).
+
+    The same tool objects every turn, built once per process: a tool's schema
+    costs milliseconds to build and to convert for a model, and a model binds
+    the same tools at no cost again. ``ctx`` travels in a context variable,
+    which each turn's task and the threads its tools run in copy.
+    """
+    _TURN.set(ctx)
+    return list(_shared_tools())
 
 
 def _summary(value: Any, ctx: ProcessContext) -> str:
