@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from concepts import MAX_QUERY_CHARS, Candidate, RecallQuery, RecallResult, WorkingMemoryItem
+from concepts import MAX_QUERY_CHARS, Candidate, RecallResult, WorkingMemoryItem
 from processes.base import Process
 from workspace import ProcessContext
 
@@ -40,8 +40,7 @@ class Retrieve(Process):
             # A long observation recalls with its opening: a query holds at most
             # MAX_QUERY_CHARS, and what it is about is said first.
             query = percept.observation.content[:MAX_QUERY_CHARS]
-            request = RecallQuery(text=query, limit=self.limit, peek=True, world=ctx.world or None)
-            for result in await asyncio.to_thread(ctx.memory.recall, request):
+            for result in await asyncio.to_thread(ctx.recall_about, percept, limit=self.limit):
                 memory = result.memory
                 if memory.id in held:  # already in mind: nothing to bring back
                     continue

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from concepts import (
+    MAX_QUERY_CHARS,
     Channel,
     Link,
     Memory,
     MemoryInput,
     MindInfo,
     Observation,
+    RecallQuery,
     RecallResult,
     Relation,
     Relationship,
@@ -46,7 +48,12 @@ if TYPE_CHECKING:
 
     from noema.memory.upkeep.consolidate import ReflectReport
 
-__all__ = ["Emitted", "Percept", "ProcessContext"]
+__all__ = ["SHARED_RECALL", "Emitted", "Percept", "ProcessContext"]
+
+#: How many memories a percept's shared recall holds (``ProcessContext.recall_about``).
+SHARED_RECALL = 16
+#: How many percepts' recalls a workspace keeps.
+_RECALLS_KEPT = 8
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ class ProcessContext:
     thread: str = ""
     _engine: Engine = field(repr=False)
     _emitted: list[Emitted] = field(default_factory=list, repr=False)
+    _recalled: dict[str, list[RecallResult]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def create(
@@ -133,6 +141,28 @@ class ProcessContext:
     def for_process(self, name: str) -> ProcessContext:
         """This context as handed to the process ``name`` (its emits share this cycle's log)."""
         return dataclasses.replace(self, process=name)
+
+    # ------------------------------------------------------------ reading
+
+    def recall_about(self, percept: Percept, *, limit: int = 3) -> list[RecallResult]:
+        """What ``percept`` brings to mind: its text's recall (a peek) in the workspace's world.
+
+        Recalled once per percept, ``SHARED_RECALL`` results, and shared by every
+        process that asks in this workspace (retrieve in its cycle, the speaker in
+        the next): the best ``limit`` of them. A longer observation recalls with
+        its opening, as a query holds at most ``MAX_QUERY_CHARS``.
+        """
+        found = self._recalled.get(percept.event_id)
+        if found is None or (limit > len(found) and len(found) >= SHARED_RECALL):
+            text = percept.observation.content[:MAX_QUERY_CHARS]
+            query = RecallQuery(
+                text=text, limit=max(limit, SHARED_RECALL), peek=True, world=self.world or None
+            )
+            found = self.memory.recall(query)
+            self._recalled[percept.event_id] = found
+            while len(self._recalled) > _RECALLS_KEPT:  # the oldest first
+                del self._recalled[next(iter(self._recalled))]
+        return found[:limit]
 
     # ------------------------------------------------------------ acting
 

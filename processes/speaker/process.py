@@ -14,15 +14,14 @@ from langchain_core.tools import BaseTool
 
 from concepts import (
     CHANNEL_TRUST,
-    MAX_QUERY_CHARS,
     Candidate,
     Channel,
     Epistemic,
     Memory,
     MemoryInput,
     MemoryKind,
+    Observation,
     RecallFilters,
-    RecallQuery,
     RecallResult,
     WorkingMemoryItem,
 )
@@ -33,7 +32,7 @@ from processes.speaker import learning
 from processes.speaker.initiative import Initiative, RateLimit
 from processes.speaker.prompt import HISTORY_TURNS, NOTHING, offline_reply, reply_messages
 from processes.speaker.tools import Budget, Said, converse, turn_tools
-from workspace import ProcessContext
+from workspace import Percept, ProcessContext
 
 __all__ = ["REPLY_TAG", "Speak"]
 
@@ -156,8 +155,10 @@ class Speak(Process):
         """Take a user's message as a turn; remember a reply of its own that passed the gate."""
         candidate = item.candidate
         if candidate.source == "attend" and candidate.payload.get("channel") == Channel.USER:
-            if self.learn and self._last is not None:
-                await asyncio.to_thread(self._judge, candidate.content, ctx)
+            last, self._last = self._last, None
+            verdict = learning.judge(candidate.content)
+            if self.learn and last is not None and verdict != learning.Verdict.NONE:
+                await asyncio.to_thread(self._judge, last, candidate.content, verdict, ctx)
             event = candidate.payload["observation_event"]
             self._turns.append(_Turn(candidate.content, event))
             self._said(_Message("user", candidate.content, event))
@@ -266,14 +267,13 @@ class Speak(Process):
         return held
 
     def _recall(self, turn: _Turn, shown: set[str], ctx: ProcessContext) -> list[RecallResult]:
-        """What the message brings to mind, but what the prompt ``shown`` holds; a peek."""
-        query = RecallQuery(
-            text=turn.text[:MAX_QUERY_CHARS],
-            limit=self.recall_limit + min(len(shown), SPARE),
-            peek=True,
-            world=ctx.world or None,
-        )
-        found = [r for r in ctx.memory.recall(query) if not _shown(r.memory, shown)]
+        """What the message brings to mind, but what the prompt ``shown`` holds; a peek.
+
+        The recall retrieve made of the message in its cycle, shared (``ctx.recall_about``).
+        """
+        percept = Percept(Observation(content=turn.text, channel=Channel.USER), turn.event)
+        limit = self.recall_limit + min(len(shown), SPARE)
+        found = [r for r in ctx.recall_about(percept, limit=limit) if not _shown(r.memory, shown)]
         return found[: self.recall_limit]
 
     def _record_turn(self, turn: _Turn, said: Said, ctx: ProcessContext) -> str | None:
@@ -313,13 +313,11 @@ class Speak(Process):
         if candidate.action == "reply":
             self._last = _Last(candidate.content, list(candidate.payload.get("context", [])))
 
-    def _judge(self, text: str, ctx: ProcessContext) -> None:
+    def _judge(
+        self, last: _Last, text: str, verdict: learning.Verdict, ctx: ProcessContext
+    ) -> None:
         """Learn from the user's answer to the last reply (``processes.speaker.learning``)."""
-        last, self._last = self._last, None
-        if last is None:
-            return
-        verdict = learning.judge(text)
-        if verdict == learning.Verdict.NONE or not last.context:
+        if not last.context:
             return
         context = [m for m in ctx.memory.get_many(last.context) if m.status == "active"]
         for memory in learning.used(last.text, context):
