@@ -27,7 +27,15 @@ from chat_doubles import Failing, Scripted, call, memory_block, roles, text_of
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage, messages_to_dict
 from langchain_core.tools import StructuredTool
 
-from concepts import Candidate, Channel, EventKind, Observation, RecallResult, Status
+from concepts import (
+    Candidate,
+    Channel,
+    EventKind,
+    Observation,
+    RecallResult,
+    Status,
+    WorkingMemoryItem,
+)
 from noema import ManualClock, Mind, Process
 from noema.conversation import Conversation
 from processes import Retrieve
@@ -166,6 +174,46 @@ def test_a_held_action_passes_the_next_cycle_and_each_is_logged_with_its_rivals(
     assert first["content"] == "first has a thing of its own to say"
     assert (second["cycle"], second["action"], second["source"]) == (2, "message", "second")
     assert second["rivals"] == []
+
+
+class _Critic(Process):
+    """Proposes its own reply to each user message, the turn after it won attention."""
+
+    name = "critic"
+    cooperative = True
+
+    def __init__(self) -> None:
+        self.pending: list[str] = []
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        if item.candidate.source == "attend":
+            self.pending.append(item.candidate.payload["observation_event"])
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        found, self.pending = self.pending, []
+        return [
+            self.candidate(
+                "A better answer.",
+                ctx,
+                salience=1.0,
+                importance=1.0,
+                credibility=1.0,
+                action="reply",
+                payload={"in_reply_to": event},
+            )
+            for event in found
+        ]
+
+
+def test_a_critics_better_reply_wins_and_the_speakers_is_dropped(ada: Mind) -> None:
+    with ada.conversation(processes=[_Critic()]) as talk:
+        reply = talk.say("what do you know?")
+        assert reply.text == "A better answer." and reply.memory_id is None
+        # Nothing waits: the speaker's reply answered the same message, and is dropped.
+        assert talk.tick() is None
+    [action] = events(ada, EventKind.ACTION_TAKEN)
+    assert action["source"] == "critic"
+    assert [(r["source"], r["held"]) for r in action["rivals"] if r["action"]] == [("speak", True)]
 
 
 def test_retrieve_proposes_a_memory_ranked_below_zero_at_no_salience(ada: Mind) -> None:

@@ -8,8 +8,10 @@ SIGKILL) resumes from the last completed cycle.
 
 A candidate that is an external action (``Candidate.action``: a reply, a
 message) passes the action gate: at most one is admitted a cycle, and one that
-would also have won waits for the next cycle. Each admitted action is logged as
-``action_taken`` with its score, its components and its rivals.
+would also have won waits for the next cycle, unless the action that passed
+answers the same thing (the same ``payload["in_reply_to"]``: a better reply to
+the same message). Each admitted action is logged as ``action_taken`` with its
+score, its components and its rivals.
 
 Each process's hooks run on its own event loop in a worker thread
 (``workspace.runner``), so a hook blocked in a synchronous call is timed out
@@ -228,7 +230,16 @@ class Workspace:
             proposed = await self._call(process, "propose", ctx)
             candidates.extend(proposed or [])
         decisions = decide(candidates, self.memory.items, self.recent, self.attention)
-        self._waiting = [d.candidate for d in decisions if d.held]
+        # A held action waits for the next cycle, unless an action that passed
+        # answered the same thing (a better reply to the same message).
+        answered = {d.candidate.payload.get("in_reply_to") for d in decisions if d.admitted} - {
+            None
+        }
+        self._waiting = [
+            d.candidate
+            for d in decisions
+            if d.held and d.candidate.payload.get("in_reply_to") not in answered
+        ]
         if decisions:  # an idle cycle keeps the last competition on show
             self.decisions, self.decided_cycle = decisions, ctx.cycle
         dropped = self.memory.tick()
