@@ -248,7 +248,7 @@ for _name in dir(Mind):  # its parts' methods too (``noema._mind``)
     setattr(AsyncMind, _name, _forward(_name))
 for _name in ATTRIBUTES:
     setattr(AsyncMind, _name, _attribute(_name))
-for _name in ("workspace", "wait_for_embeddings", "run", "arun"):
+for _name in ("workspace", "wait_for_embeddings", "run", "arun", "chat", "achat", "conversation"):
     getattr(AsyncMind, _name).__wrapped__ = getattr(Mind, _name)
 AsyncMind.open.__func__.__signature__ = inspect.signature(Mind.open.__func__).replace(  # type: ignore[attr-defined]
     return_annotation="AsyncMind"

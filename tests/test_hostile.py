@@ -950,6 +950,15 @@ WRONG_VALUES: list[Any] = [
     [None], [1], object(),
 ]  # fmt: skip
 MEMORY, OTHER, PROPOSAL = "<memory>", "<other memory>", "<proposal>"
+#: ``chat`` and ``achat``: one turn of a conversation, offline.
+CHAT_CALL: dict[str, Any] = {
+    "text": "a fuzzed message",
+    "chat_model": None,
+    "tools": [],
+    "conversation": "fuzzed",
+    "at": None,
+    "budget": None,
+}
 #: ``run`` and ``arun``: one cycle over one observation, no background jobs.
 RUN_CALL: dict[str, Any] = {
     "observations": ["a fuzzed observation"],
@@ -1119,6 +1128,17 @@ MIND_CALLS: dict[str, dict[str, Any]] = {
         "source": parse_chat_export('{"role": "user", "content": "a fuzzed chat line"}'),
         "format": "auto",
         "progress": None,
+    },
+    "chat": CHAT_CALL,
+    "achat": CHAT_CALL,
+    "conversation": {
+        "chat_model": None,
+        "tools": [],
+        "name": "fuzzed",
+        "world": "fuzz",
+        "budget": None,
+        "initiative": None,
+        "processes": [],
     },
     "workspace": {
         "processes": None,

@@ -73,6 +73,7 @@ class ChatPart(MindBase):
             processes=processes,
         )
 
+    @checked
     def chat(
         self,
         text: str,
