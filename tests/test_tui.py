@@ -21,14 +21,25 @@ from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select, Static
 from textual.worker import WorkerState
-from tui_seed import SEED_START, Seeded, seed
+from tui_seed import SEED_START, Seeded, converse, seed
 
-from concepts import Channel, EventKind, Lifecycle, Relation, RelationStatus, Status
-from noema import ManualClock, Mind
+from concepts import (
+    Candidate,
+    Channel,
+    EventKind,
+    Lifecycle,
+    Observation,
+    Relation,
+    RelationStatus,
+    Status,
+    WorkingMemoryItem,
+)
+from noema import ManualClock, Mind, Process
 from noema.clock import iso
 from noema.memory.records.activation import decayed
 from noema.serialize import memory_tier
 from noema.storage import ops
+from processes import Attend
 from tui.app import NoemaApp
 from tui.data import COMPONENTS, MindData
 from tui.screens.detail import DetailScreen
@@ -37,11 +48,19 @@ from tui.screens.health import SUMMARY_CELLS, HealthScreen
 from tui.screens.help import HelpScreen
 from tui.screens.knowledge import KnowledgeScreen
 from tui.screens.prompt import PromptScreen
-from tui.screens.workspace import WorkspaceScreen
-from tui.widgets import ActivationBar, ActivationSpark, FormField
+from tui.screens.workspace import CONTENT_CELLS, WorkspaceScreen
+from tui.widgets import ActivationBar, ActivationSpark, ConversationLog, FormField
+from workspace import ProcessContext
 
 SIZE = (120, 40)
 NOEMA = str(Path(sys.executable).parent / "noema")
+
+#: What the seeded mind's ``noema run`` cycles were told, on the user channel.
+SEEDED_MESSAGES = (
+    "Ada says the billing import failed last night",
+    "Maya asks for a review of the billing retry change",
+    "The billing job succeeded after the retry",
+)
 
 
 @pytest.fixture
@@ -105,6 +124,11 @@ def table(app: NoemaApp, selector: str) -> DataTable[object]:
     return app.screen.query_one(selector, DataTable)
 
 
+def said(app: NoemaApp) -> list[str]:
+    """The conversation panel's lines as plain text (who, then what), oldest first."""
+    return [r[1] for r in rows(table(app, "#conversation"))]
+
+
 def status_text(app: NoemaApp, selector: str) -> str:
     """What a ``Static`` shows, as plain text."""
     console = Console(width=200, file=io.StringIO(), record=True)
@@ -145,11 +169,15 @@ def test_the_workspace_screen_shows_what_the_running_mind_saved(
         decisions = rows(table(app, "#decisions"))
         assert len(decisions) == len(snapshot.decisions) > 0
         for row in decisions:  # salience .. credibility add up to the score
-            assert abs(sum(float(v) for v in row[3:8]) - float(row[8])) < 0.003
-        won = [r[2] for r in decisions if r[0] == "✔"]
-        assert won == [clip(d.candidate.content, 34) for d in snapshot.decisions if d.admitted]
+            assert abs(sum(float(v) for v in row[2:7]) - float(row[7])) < 0.003
+        won = [r[1] for r in decisions if r[0].startswith("✔ ")]
+        assert won == [
+            clip(d.candidate.content, CONTENT_CELLS) for d in snapshot.decisions if d.admitted
+        ]
         assert len(rows(table(app, "#broadcasts"))) == min(len(snapshot.broadcasts), 8)
         assert status_text(app, "#ws-status").startswith(f"cycle {snapshot.cycle} ·")
+        # what noema run was told on the user channel is the user's side of the conversation
+        assert said(app) == [f"you\n{text}" for text in SEEDED_MESSAGES]
 
     run(check, app)
 
@@ -160,6 +188,8 @@ def test_an_empty_mind_says_to_start_noema_run(open_mind: Callable[..., Mind]) -
     async def check(pilot: Pilot[None]) -> None:
         assert "start `noema run`" in status_text(app, "#ws-status")
         assert rows(table(app, "#decisions")) == []
+        assert said(app) == []
+        assert status_text(app, "#ws-conversation-title") == "Conversation (none yet)"
 
     run(check, app)
 
@@ -204,6 +234,191 @@ def test_the_tui_stays_live_while_noema_run_writes(
             pilot,
             lambda: any("Live observation number 2" in r[2] for r in rows(table(app, "#results"))),
         )
+
+    run(check, app)
+
+
+# ---------------------------------------------------------------- conversation
+
+
+def action_line(event_payload: dict[str, object], text: str) -> str:
+    """How the panel shows an action: who, why it won, then what was said."""
+    rivals = event_payload["rivals"]
+    assert isinstance(rivals, list)
+    held = sum(bool(r["held"]) for r in rivals)
+    why = f"{len(rivals)} rival{'s' * (len(rivals) != 1)}" if rivals else "no rivals"
+    score = event_payload["score"]
+    assert isinstance(score, float)
+    return (
+        f"mind · {event_payload['action']} {score:.3f} · {why}"
+        + (f", {held} held" if held else "")
+        + f"\n{text}"
+    )
+
+
+def test_the_conversation_shows_the_users_messages_and_the_replies_in_order(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, _ = seeded
+
+    async def aside() -> None:  # a tool's output is not the user's: it stays out
+        workspace = mind.workspace([Attend()])
+        await workspace.step([Observation(content="Disk usage at 71%", channel=Channel.TOOL)])
+        await workspace.stop()
+
+    asyncio.run(aside())
+    questions = ("Where does Ada live?", "When does the billing import job run?")
+    with mind.conversation() as talk:  # the offline responder: no model
+        replies = [talk.say(text) for text in questions]
+    taken = mind.events(kinds=[EventKind.ACTION_TAKEN])
+    assert [r.text for r in replies] == [e.payload["content"] for e in taken]
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        assert said(app) == [
+            *(f"you\n{text}" for text in SEEDED_MESSAGES),
+            f"you\n{questions[0]}",
+            action_line(taken[0].payload, str(replies[0].text)),
+            f"you\n{questions[1]}",
+            action_line(taken[1].payload, str(replies[1].text)),
+        ]
+        times = [r[0] for r in rows(table(app, "#conversation"))]
+        assert times[-1] == iso(taken[1].at)[11:16]
+        assert status_text(app, "#ws-conversation-title") == (
+            "Conversation (5 messages, 2 actions)"
+        )
+        # the cursor is on the newest line, the reply, and its trace is shown
+        trace = status_text(app, "#ws-trace").replace("\n", " ")
+        score = taken[1].payload["score"]
+        assert trace.startswith(f"reply by speak, {iso(taken[1].at)[5:19].replace('T', ' ')}")
+        assert f"{score:.3f} = sal " in trace and "no rivals" in trace
+        assert f"{len(replies[1].context)} memories in context, 0 tool calls" in trace
+        # a wider terminal: the messages take the width, the same lines in the same order
+        log = app.screen.query_one("#conversation", ConversationLog)
+        before, narrow = said(app), log.ordered_columns[1].width
+        await pilot.resize_terminal(SIZE[0] + 40, SIZE[1])
+        await settle(pilot)
+        assert log.ordered_columns[1].width == narrow + 15  # the panel's share of 40 cells
+        assert said(app) == before
+        assert log.line is not None and log.line.id == taken[1].id
+
+    run(check, app)
+    assert [line.content for line in MindData(mind).conversation(limit=2)] == [
+        questions[1],
+        replies[1].text,
+    ]  # the newest events only
+
+
+def test_a_turn_from_another_process_appears_in_the_open_conversation(
+    seeded: tuple[Mind, Seeded], open_mind: Callable[..., Mind]
+) -> None:
+    """Another ``Mind`` on the same database talks; the open panel catches up by itself."""
+    mind, _ = seeded
+    other = open_mind("demo", embedder="hash")
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        log = app.screen.query_one("#conversation", ConversationLog)
+        assert said(app)[-1] == f"you\n{SEEDED_MESSAGES[-1]}"
+        reply = await asyncio.to_thread(other.chat, "Where does Ada live?")
+        await until(pilot, lambda: len(said(app)) == len(SEEDED_MESSAGES) + 2)
+        await settle(pilot)
+        [taken] = mind.events(kinds=[EventKind.ACTION_TAKEN])
+        assert said(app)[-2:] == [
+            "you\nWhere does Ada live?",
+            action_line(taken.payload, str(reply.text)),
+        ]
+        assert log.line is not None and log.line.id == taken.id  # the cursor follows the newest
+        # forgetting what the mind said takes it off the panel too
+        assert "Ada lives in Porto" in str(reply.text)
+        await asyncio.to_thread(other.forget, containing="Ada lives in Porto")
+        await until(pilot, lambda: len(said(app)) == len(SEEDED_MESSAGES) + 1)
+        assert said(app)[-2:] == [f"you\n{SEEDED_MESSAGES[-1]}", "you\nWhere does Ada live?"]
+        log.focus()
+        await pilot.press("up")  # back to an older line: the next turn leaves it there
+        await settle(pilot)
+        assert log.line is not None and log.line.content == SEEDED_MESSAGES[-1]
+        assert status_text(app, "#ws-trace").startswith("you, ")
+        await asyncio.to_thread(other.chat, "And Maya?")
+        await until(pilot, lambda: said(app)[-2] == "you\nAnd Maya?")
+        assert log.line is not None and log.line.content == SEEDED_MESSAGES[-1]
+
+    run(check, app)
+
+
+def test_the_panel_keeps_the_newest_lines_and_its_cursor_on_its_line(
+    seeded: tuple[Mind, Seeded],
+) -> None:
+    mind, _ = seeded
+    app = app_for(mind)
+    window = app.data.conversation
+    app.data.conversation = lambda: window(4)  # type: ignore[method-assign]
+
+    async def check(pilot: Pilot[None]) -> None:
+        log = app.screen.query_one("#conversation", ConversationLog)
+        assert said(app) == [f"you\n{text}" for text in SEEDED_MESSAGES]
+        log.focus()
+        await pilot.press("up")
+        await settle(pilot)
+        assert log.line is not None and log.line.content == SEEDED_MESSAGES[1]
+        reply = await asyncio.to_thread(mind.chat, "Where does Ada live?")
+        await until(pilot, lambda: said(app)[-1].endswith(f"\n{reply.text}"))
+        assert said(app)[:3] == [
+            f"you\n{text}" for text in (*SEEDED_MESSAGES[1:], "Where does Ada live?")
+        ]
+        # the oldest line left the top; the cursor stays on the line it was on
+        assert log.line is not None and log.line.content == SEEDED_MESSAGES[1]
+
+    run(check, app)
+
+
+class Notify(Process):
+    """Announces every user message, as an action: it loses the gate to the reply."""
+
+    name = "notify"
+
+    def __init__(self) -> None:
+        self.waiting = False
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        if item.candidate.source == "attend":
+            self.waiting = True
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        if not self.waiting:
+            return []
+        self.waiting = False
+        return [self.candidate("A message came in", ctx, salience=0.3, action="message")]
+
+
+def test_an_action_shows_its_rivals_and_the_actions_it_held(
+    open_mind: Callable[..., Mind],
+) -> None:
+    mind = open_mind("talk", embedder="hash")
+    mind.remember("Ada lives in Porto")
+    with mind.conversation(processes=[Notify()]) as talk:
+        reply = talk.say("Where does Ada live?")  # the reply wins; the announcement is held
+        talk.say("Thanks")  # ... and passes the gate in the next cycle
+    reply_taken, message_taken = mind.events(kinds=[EventKind.ACTION_TAKEN])
+    assert [r["held"] for r in reply_taken.payload["rivals"]] == [True]
+    app = app_for(mind)
+
+    async def check(pilot: Pilot[None]) -> None:
+        assert said(app) == [
+            "you\nWhere does Ada live?",
+            action_line(reply_taken.payload, str(reply.text)),
+            "you\nThanks",
+            action_line(message_taken.payload, "A message came in"),
+        ]
+        assert said(app)[1].startswith("mind · reply ") and " · 1 rival, 1 held\n" in said(app)[1]
+        log = app.screen.query_one("#conversation", ConversationLog)
+        log.focus()
+        await pilot.press("up", "up")
+        await settle(pilot)
+        held = reply_taken.payload["rivals"][0]["score"]
+        trace = status_text(app, "#ws-trace").replace("\n", " ")
+        assert trace.startswith("reply by speak, ")
+        assert f"over notify message {held:.3f} held" in trace
 
     run(check, app)
 
@@ -851,6 +1066,7 @@ async def _health(pilot: Pilot[None]) -> None:
 
 SCREENS: dict[str, Callable[[Pilot[None]], Awaitable[None]]] = {
     "workspace": settle,
+    "workspace-conversation": settle,
     "explorer-search": _search,
     "timeline": _timeline,
     "detail-superseded": _detail(lambda s: s.lisbon),
@@ -862,11 +1078,20 @@ SCREENS: dict[str, Callable[[Pilot[None]], Awaitable[None]]] = {
 }
 
 
+#: What the mind does before the app opens, for the snapshots that need more than the seed.
+BEFORE: dict[str, Callable[[Mind, ManualClock], None]] = {
+    "workspace-conversation": converse,
+}
+
+
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_snapshot(
     screen: str, snapshot_mind: tuple[Mind, Seeded], snap_compare: Callable[..., bool]
 ) -> None:
     mind, ids = snapshot_mind
+    if screen in BEFORE:
+        assert isinstance(mind.clock, ManualClock)
+        BEFORE[screen](mind, mind.clock)
     app = NoemaApp(mind, poll_seconds=3600)
     app.seeded = ids  # type: ignore[attr-defined]
 

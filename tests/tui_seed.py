@@ -6,6 +6,9 @@ import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
 from concepts import Candidate, Observation, Relation
 from noema import ManualClock, Mind, Process
 from noema.ids import _random
@@ -86,3 +89,19 @@ def seed(mind: Mind, clock: ManualClock) -> Seeded:
         proposal=proposal.id,
         billing=billing.id,
     )
+
+
+#: The seeded conversation: what the user says, and what the (scripted) model answers.
+CONVERSATION = (
+    ("Where does Ada live?", "Ada lives in Porto; she moved there from Lisbon."),
+    ("When does the billing import job run?", "Every night at 02:00, and it retries twice."),
+)
+
+
+def converse(mind: Mind, clock: ManualClock) -> None:
+    """Hold ``CONVERSATION`` with ``mind``, two minutes a turn, answered by a scripted model."""
+    model = GenericFakeChatModel(messages=iter([AIMessage(a) for _, a in CONVERSATION]))
+    with mind.conversation(chat_model=model) as talk:
+        for text, _ in CONVERSATION:
+            clock.advance(minutes=2)
+            talk.say(text)

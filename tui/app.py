@@ -135,7 +135,9 @@ class NoemaApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Every screen and every action of the screen on view, for the command palette."""
         yield SystemCommand(
-            "Workspace", "Working memory, the last cycle, processes", self._go("workspace")
+            "Workspace",
+            "Working memory, the last cycle, processes, the conversation",
+            self._go("workspace"),
         )
         yield SystemCommand(
             "Memory explorer", "Search memories with each score component", self._go("explorer")

@@ -32,21 +32,35 @@ from concepts import (
 from noema.errors import InvalidInput, UsageError
 from noema.memory.knowledge.health import HealthReport
 from noema.memory.records.activation import activation_series, decayed
+from noema.memory.records.audit import purged_by
 from noema.mind import Mind, recall_query
 from noema.serialize import memory_tier
 
 __all__ = [
+    "ATTENTION",
     "COMPONENTS",
+    "CONVERSATION_EVENTS",
+    "ConversationLine",
     "Edge",
     "FieldErrors",
     "MemoryDetail",
     "MindData",
+    "Rival",
     "WorkspaceView",
     "other_component",
 ]
 
 #: The recall components the explorer shows in their own columns, in this order.
 COMPONENTS = ("text", "vector", "recency", "activation", "importance", "credibility")
+
+#: Attention's components, in the order the workspace shows them, with their short names.
+ATTENTION = {
+    "salience": "sal",
+    "novelty": "nov",
+    "relevance": "rel",
+    "importance": "imp",
+    "credibility": "cred",
+}
 
 #: The fields of the knowledge form; an error naming one of them is shown beside it.
 _FORM_FIELDS = frozenset({"content", "kind", "epistemic", "key", "importance", "tags"})
@@ -56,6 +70,12 @@ DETAIL_EVENTS = 200
 
 #: Event kinds whose payload carries the memory's activation just after the event.
 _ACTIVATION_EVENTS = (EventKind.MEMORY_RETRIEVED, EventKind.MEMORY_REINFORCED)
+
+#: How many of the newest conversation events (messages received, actions taken) are read.
+CONVERSATION_EVENTS = 50
+
+#: The events a conversation is made of: what the mind was told, what it did.
+_CONVERSATION_KINDS = (EventKind.OBSERVATION_RECEIVED, EventKind.ACTION_TAKEN)
 
 
 def other_component(result: RecallResult) -> float:
@@ -69,6 +89,53 @@ class WorkspaceView:
 
     snapshot: WorkspaceSnapshot
     saved: bool
+
+
+@dataclass(frozen=True)
+class Rival:
+    """A candidate an action competed with in its cycle."""
+
+    source: str
+    score: float
+    #: ``None``: a thought; otherwise the kind of action it was.
+    action: str | None = None
+    admitted: bool = False
+    #: An action that would have won but this one passed the gate: put up again next cycle.
+    held: bool = False
+
+
+@dataclass(frozen=True)
+class ConversationLine:
+    """One line of the mind's conversation: a user's message or an action the mind took.
+
+    A user's message is an ``observation_received`` event on the ``user`` channel;
+    an action is an ``action_taken`` event, with what won it the gate.
+    """
+
+    #: The event's id.
+    id: str
+    at: datetime
+    #: ``"user"`` or ``"mind"``.
+    speaker: Literal["user", "mind"]
+    content: str
+    #: The kind of action (``reply``, ``message``, a plugin's); ``None`` for a user's message.
+    action: str | None = None
+    #: The process that proposed the action.
+    source: str = ""
+    #: The action's attention score, and its components.
+    score: float | None = None
+    components: dict[str, float] = field(default_factory=dict)
+    #: The cycle it was received or taken in.
+    cycle: int | None = None
+    rivals: tuple[Rival, ...] = ()
+    #: How many memories were in the reply's context, and the tool calls made for it.
+    context: int = 0
+    tool_calls: int = 0
+
+    @property
+    def held(self) -> int:
+        """How many rival actions were held back for this one."""
+        return sum(r.held for r in self.rivals)
 
 
 @dataclass(frozen=True)
@@ -100,6 +167,54 @@ class MemoryDetail:
     activation: list[float] = field(default_factory=list)
     #: The path of its world (``""``: the root).
     world: str = ""
+
+
+def _line(event: Event) -> ConversationLine | None:
+    """The conversation line an event is; ``None``: another channel's message, or forgotten."""
+    if purged_by(event) is not None:  # ``Mind.forget`` took what it said: it leaves the panel
+        return None
+    payload = event.payload
+    cycle = payload.get("cycle")
+    cycle = cycle if isinstance(cycle, int) else None
+    if event.kind == EventKind.OBSERVATION_RECEIVED:
+        if payload.get("channel") != Channel.USER:
+            return None
+        said = payload.get("at")
+        return ConversationLine(
+            id=event.id,
+            at=datetime.fromisoformat(said) if isinstance(said, str) else event.at,
+            speaker="user",
+            content=str(payload.get("content", "")),
+            cycle=cycle,
+        )
+    score = payload.get("score")
+    components = payload.get("components")
+    carried = payload.get("payload")
+    carried = carried if isinstance(carried, dict) else {}
+    return ConversationLine(
+        id=event.id,
+        at=event.at,
+        speaker="mind",
+        content=str(payload.get("content", "")),
+        action=str(payload.get("action") or "action"),
+        source=str(payload.get("source", "")),
+        score=float(score) if isinstance(score, int | float) else None,
+        components=dict(components) if isinstance(components, dict) else {},
+        cycle=cycle,
+        rivals=tuple(
+            Rival(
+                source=str(r.get("source", "")),
+                score=float(r.get("score", 0.0)),
+                action=None if r.get("action") is None else str(r["action"]),
+                admitted=bool(r.get("admitted")),
+                held=bool(r.get("held")),
+            )
+            for r in payload.get("rivals", ())
+            if isinstance(r, dict)
+        ),
+        context=len(carried.get("context") or ()),
+        tool_calls=len(carried.get("actions") or ()),
+    )
 
 
 class FieldErrors(InvalidInput):
@@ -143,6 +258,17 @@ class MindData:
         if saved is None:
             return WorkspaceView(WorkspaceSnapshot(), saved=False)
         return WorkspaceView(saved, saved=True)
+
+    def conversation(self, limit: int = CONVERSATION_EVENTS) -> list[ConversationLine]:
+        """The conversation, oldest first: the user's messages and the mind's actions.
+
+        Read from the newest ``limit`` events of those kinds, so that a long-lived
+        mind costs no more than a new one; messages on other channels than ``user``
+        among them are left out, and so are events ``Mind.forget`` emptied.
+        """
+        events = self.mind.events(kinds=_CONVERSATION_KINDS, limit=limit, newest_first=True)
+        lines = [_line(e) for e in reversed(events)]
+        return [line for line in lines if line is not None]
 
     def worlds(self) -> list[WorldInfo]:
         """Every world of the mind, the root first, by path."""

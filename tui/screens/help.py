@@ -21,7 +21,7 @@ screen and every action of the screen on view is there.
 
 | key | everywhere |
 |---|---|
-| F2 | workspace: working memory, the last cycle's competition, broadcasts, processes |
+| F2 | workspace: working memory, competition, conversation, broadcasts, processes |
 | F3 | memory explorer: search, score components, filters |
 | F4 | timeline: memories in the order they were recorded |
 | F5 | enter operator knowledge |
@@ -29,6 +29,12 @@ screen and every action of the screen on view is there.
 | F1 or ? | this help |
 | Ctrl+P | command palette |
 | Ctrl+Q | quit |
+
+| key | workspace |
+|---|---|
+| Tab | the next table: processes, competition, broadcasts, conversation |
+| Enter | open the memory a candidate or broadcast came from |
+| ↑ ↓ | in the conversation: a line's trace (for an action, its score's parts and rivals) |
 
 | key | memory explorer |
 |---|---|
