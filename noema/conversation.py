@@ -10,8 +10,10 @@ conversation reopened under the same name after a restart goes on in the same
 thread, and the speaker finds its last reply there to learn from the next turn.
 
 ``say`` feeds the user's words in as an observation on the ``user`` channel and
-cycles until an action passes the gate (the reply), at most ``MAX_TURN_CYCLES``
-cycles. ``tick`` runs one cycle with no input: the speaker's initiative.
+cycles until the action answering them passes the gate (the reply), at most
+``MAX_TURN_CYCLES`` cycles; other actions that pass meanwhile (a message held
+from before, a plugin's) come with it as ``Reply.also``. ``tick`` runs one
+cycle with no input: the speaker's initiative.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class Reply:
         episode_id: the task episode of a turn that called tools.
         cycles: the workspace cycles the turn took.
         failures: the processes that failed in the turn, with their errors.
+        also: other actions that passed the gate during the turn (a message held
+            from before, a plugin's), as ``(action, text)``, in order.
     """
 
     text: str | None
@@ -64,6 +68,16 @@ class Reply:
     episode_id: str | None = None
     cycles: int = 0
     failures: tuple[str, ...] = field(default_factory=tuple)
+    also: tuple[tuple[str, str], ...] = ()
+
+
+def _answers(reports: list[CycleReport], message: str) -> bool:
+    """Whether an action answering ``message`` passed the gate in ``reports``."""
+    return any(
+        item.candidate.payload.get("in_reply_to") == message
+        for report in reports
+        for item in report.actions
+    )
 
 
 class Conversation:
@@ -133,15 +147,21 @@ class Conversation:
         except ValidationError as exc:
             raise from_validation(exc) from None
         reports = [await self.workspace.step([observation])]
-        while not reports[-1].actions and len(reports) < MAX_TURN_CYCLES:
+        if not reports[0].percepts:  # refused by the write policy: nothing to answer
+            kinds = ", ".join(k for refused in reports[0].refused for k in refused)
+            return Reply(
+                text=None, cycles=1, failures=(f"refused: it holds a credential ({kinds})",)
+            )
+        message = reports[0].percepts[0].event_id
+        while not _answers(reports, message) and len(reports) < MAX_TURN_CYCLES:
             reports.append(await self.workspace.step())
-        return self._reply(reports)
+        return self._reply(reports, message)
 
     async def atick(self) -> Reply | None:
         """One cycle with no input; the mind's unasked message, if one passed the gate."""
         self._check_open()
         report = await self.workspace.step()
-        return self._reply([report]) if report.actions else None
+        return self._reply([report], None) if report.actions else None
 
     async def aclose(self) -> None:
         """Stop the workspace (its snapshot is saved)."""
@@ -196,22 +216,25 @@ class Conversation:
         if self._closed:
             raise UsageError("the conversation is closed")
 
-    def _reply(self, reports: list[CycleReport]) -> Reply:
+    def _reply(self, reports: list[CycleReport], message: str | None) -> Reply:
+        """The action that answered ``message`` (``None``: the last action), and the others."""
         failures = tuple(
             f"{name}: {self.workspace.last_errors.get(name, (0, 'failed'))[1]}"
             for report in reports
             for name in report.failures
         )
-        actions = [item for report in reports for item in report.actions]
-        if not actions:
-            return Reply(text=None, cycles=len(reports), failures=failures)
-        candidate = actions[-1].candidate
-        said = self.speaker.last_reply
+        actions = [item.candidate for report in reports for item in report.actions]
+        answers = [c for c in actions if message is None or c.payload.get("in_reply_to") == message]
+        also = tuple((c.action or "", c.content) for c in actions if c not in answers[-1:])
+        if not answers:
+            return Reply(text=None, cycles=len(reports), failures=failures, also=also)
+        candidate = answers[-1]
         payload: dict[str, Any] = candidate.payload
         return Reply(
             text=candidate.content,
             action=candidate.action,
-            memory_id=said.id if said is not None and candidate.source == "speak" else None,
+            also=also,
+            memory_id=self.speaker.remembered.get(candidate.id),
             context=tuple(payload.get("context", ())),
             actions=tuple(Action.model_validate(a) for a in payload.get("actions", ())),
             episode_id=payload.get("episode"),

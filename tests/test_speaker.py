@@ -216,6 +216,35 @@ def test_a_critics_better_reply_wins_and_the_speakers_is_dropped(ada: Mind) -> N
     assert [(r["source"], r["held"]) for r in action["rivals"] if r["action"]] == [("speak", True)]
 
 
+class _Announcer(Process):
+    """Proposes one message action, the cycle after the first user message won attention."""
+
+    name = "announcer"
+    cooperative = True
+
+    def __init__(self) -> None:
+        self.due = False
+        self.done = False
+
+    async def on_broadcast(self, item: WorkingMemoryItem, ctx: ProcessContext) -> None:
+        self.due = not self.done and item.candidate.source == "attend"
+
+    async def propose(self, ctx: ProcessContext) -> list[Candidate]:
+        if not self.due:
+            return []
+        self.due, self.done = False, True
+        return [self.candidate("A message came in.", ctx, salience=0.3, action="message")]
+
+
+def test_each_turn_returns_its_own_reply_and_what_else_passed(ada: Mind) -> None:
+    with ada.conversation(processes=[_Announcer()]) as talk:
+        first = talk.say("Where does Ada live?")  # the reply wins; the message is held
+        second = talk.say("Thanks")  # the held message passes first, then the reply
+    assert first.action == "reply" and first.also == ()
+    assert second.action == "reply" and second.also == (("message", "A message came in."),)
+    assert ada.get(second.memory_id).content == second.text
+
+
 def test_retrieve_proposes_a_memory_ranked_below_zero_at_no_salience(ada: Mind) -> None:
     # The learned ranker's move can take a recall score below zero (seen in long
     # conversations, where the mind's own replies rank low): retrieve used it as a

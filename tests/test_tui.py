@@ -398,8 +398,9 @@ def test_an_action_shows_its_rivals_and_the_actions_it_held(
     mind.remember("Ada lives in Porto")
     with mind.conversation(processes=[Notify()]) as talk:
         reply = talk.say("Where does Ada live?")  # the reply wins; the announcement is held
-        talk.say("Thanks")  # ... and passes the gate in the next cycle
-    reply_taken, message_taken = mind.events(kinds=[EventKind.ACTION_TAKEN])
+        thanks = talk.say("Thanks")  # ... and passes the gate in the next cycle, then the reply
+    assert thanks.also == (("message", "A message came in"),)
+    reply_taken, message_taken, thanks_taken = mind.events(kinds=[EventKind.ACTION_TAKEN])
     assert [r["held"] for r in reply_taken.payload["rivals"]] == [True]
     app = app_for(mind)
 
@@ -409,11 +410,12 @@ def test_an_action_shows_its_rivals_and_the_actions_it_held(
             action_line(reply_taken.payload, str(reply.text)),
             "you\nThanks",
             action_line(message_taken.payload, "A message came in"),
+            action_line(thanks_taken.payload, str(thanks.text)),
         ]
         assert said(app)[1].startswith("mind · reply ") and " · 1 rival, 1 held\n" in said(app)[1]
         log = app.screen.query_one("#conversation", ConversationLog)
         log.focus()
-        await pilot.press("up", "up")
+        await pilot.press("up", "up", "up")
         await settle(pilot)
         held = reply_taken.payload["rivals"][0]["score"]
         trace = status_text(app, "#ws-trace").replace("\n", " ")

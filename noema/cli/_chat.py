@@ -101,6 +101,7 @@ def reply_json(reply: Reply) -> dict[str, Any]:
         "episode_id": reply.episode_id,
         "cycles": reply.cycles,
         "failures": list(reply.failures),
+        "also": [{"action": action, "text": text} for action, text in reply.also],
     }
 
 
@@ -271,8 +272,11 @@ def _turn(talk: Conversation, text: str, name: str, *, as_json: bool) -> bool:
 def _show(reply: Reply, name: str, *, as_json: bool, prefix: bool) -> None:
     if as_json:
         render.emit_json(reply_json(reply))
-    elif reply.text is not None:
-        print(f"{name}> {reply.text}" if prefix else reply.text)
+    else:
+        for _, text in reply.also:  # what else it said in the turn, first
+            print(f"{name}> {text}" if prefix else text)
+        if reply.text is not None:
+            print(f"{name}> {reply.text}" if prefix else reply.text)
     sys.stdout.flush()
 
 

@@ -125,6 +125,8 @@ class Speak(Process):
         self.model_calls = 0
         #: The memory of the last reply the mind remembered (``None`` before any).
         self.last_reply: Memory | None = None
+        #: The memory of each of its recent actions, by the candidate's id.
+        self.remembered: dict[str, str] = {}
         self._turns: list[_Turn] = []
         self._notices: list[str] = []
         self._last: _Last | None = None
@@ -309,6 +311,9 @@ class Speak(Process):
             thread=ctx.thread or None,
         )
         self.last_reply = ctx.remember([reply])[0]
+        self.remembered = {**self.remembered, candidate.id: self.last_reply.id}
+        while len(self.remembered) > TRANSCRIPT:
+            del self.remembered[next(iter(self.remembered))]
         self._said(_Message("self", candidate.content, self.last_reply.id))
         if candidate.action == "reply":
             self._last = _Last(candidate.content, list(candidate.payload.get("context", [])))
