@@ -153,6 +153,21 @@ def test_without_a_later_validity_a_new_value_contradicts(mind: Mind) -> None:
     assert proposal.relation == Relation.CONTRADICTS
 
 
+def test_the_minds_record_of_its_own_words_is_no_claim(mind: Mind) -> None:
+    # A reply says what the mind said, not what is so: never examined, never a candidate.
+    mind.remember("Staging runs PostgreSQL 15")
+    said = mind.remember(
+        "Staging runs PostgreSQL 14", kind="episodic", epistemic="observation", channel="self"
+    )
+    wait(mind)
+    assert (
+        run(mind, [fresh(mind, "Staging runs PostgreSQL 16", kind="episodic", channel="self")])
+        == []
+    )
+    proposals = run(mind, [fresh(mind, "Staging runs PostgreSQL 17")])
+    assert proposals and said.id not in {p.dst for p in proposals}
+
+
 def test_a_procedural_memory_contradicts_rather_than_supersedes(mind: Mind) -> None:
     mind.remember("The backup job keeps 7 snapshots", kind="procedural")
     wait(mind)

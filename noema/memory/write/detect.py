@@ -21,7 +21,9 @@ and ``ops.SearchVectors`` when it has a vector. One ``ops.GetVectors`` then
 fetches the vectors of the text and entity candidates, so every pair knows its
 cosine when vectors exist. Candidates that are the new memories themselves,
 hold the same content hash, or share the new memory's ``key`` are dropped.
-Memories of one batch are not compared with each other.
+Memories of one batch are not compared with each other. The mind's record of
+its own words (an episodic memory on the ``self`` channel: a reply) says what
+was said, not what is so: it is neither examined nor a candidate.
 
 **Sentences and templates.** Content (its first ``MAX_SCAN_CHARS`` characters,
 at most ``MAX_SENTENCES`` sentences) is split into sentences and each sentence
@@ -117,7 +119,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from concepts import Memory, RecallFilters
+from concepts import Channel, Memory, MemoryKind, RecallFilters
 from noema.memory.language.entities import CALENDAR_WORDS, extract_entities
 from noema.memory.language.terms import query_terms
 from noema.memory.write.detect_pairs import Proposal, _judge
@@ -177,7 +179,10 @@ def detect(
         Proposals in the order of ``new``, each memory's most confident first;
         never one between a memory and itself, and at most one per pair.
     """
-    if not new or len(new) > limit:
+    if len(new) > limit:
+        return []
+    new = [m for m in new if _a_claim(m)]
+    if not new:
         return []
     new_ids = {m.id for m in new}
     use_vectors = bool(vectors) and bool(model)
@@ -190,6 +195,7 @@ def detect(
             other = pool[memory_id]
             if (
                 memory_id in new_ids
+                or not _a_claim(other)
                 or other.content_hash == memory.content_hash
                 or (memory.key is not None and other.key == memory.key)
             ):
@@ -217,6 +223,11 @@ def detect(
         made.sort(key=lambda p: (-p.confidence, p.dst))
         proposals.extend(made[:MAX_PROPOSALS_PER_MEMORY])
     return proposals
+
+
+def _a_claim(memory: Memory) -> bool:
+    """Whether a memory says something of the world: not the mind's record of its own words."""
+    return not (memory.channel == Channel.SELF and memory.kind == MemoryKind.EPISODIC)
 
 
 # ---------------------------------------------------------------- candidates
