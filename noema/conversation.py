@@ -132,6 +132,7 @@ class Conversation:
             timeout=budget.seconds + 5.0,  # the speaker's own budget ends a slow turn first
             world=world,
             thread=f"chat:{name}",
+            recall_depth=self.speaker.recall_depth,  # retrieve's recall is the speaker's too
         )
         self.name = name
         self._runner: asyncio.Runner | None = None

@@ -101,7 +101,40 @@ def test_the_context_offers_reads_writes_and_emit_but_no_store(mind: Mind) -> No
         "working_memory",
         "world",
         "thread",
+        "recall_depth",
     }
+
+
+def test_a_percept_is_recalled_once_and_shared(mind: Mind) -> None:
+    for n in range(6):
+        mind.remember(f"The billing job failed on night {n}")
+    calls: list[int] = []
+    original = mind._engine.reader.recall
+
+    def counted(query: Any = "", **options: Any) -> Any:
+        calls.append(query.limit)
+        return original(query, **options)
+
+    mind._engine.reader.recall = counted  # type: ignore[method-assign]
+
+    def ask(ctx: ProcessContext) -> tuple[int, int, int]:
+        percept = ctx.percepts[0]
+        few = ctx.recall_about(percept, limit=2)
+        more = ctx.recall_about(percept, limit=4)  # within the depth: no second recall
+        most = ctx.recall_about(percept, limit=6)  # past it: recalled again, deeper
+        assert [r.memory.id for r in few] == [r.memory.id for r in more[:2]]
+        return len(few), len(more), len(most)
+
+    async def one(depth: int) -> Any:
+        probe = Probe(ask)
+        workspace = mind.workspace([probe], timeout=30)
+        workspace.ctx.recall_depth = depth
+        await workspace.step([Observation(content="the billing job")])
+        await workspace.stop()
+        return probe.seen
+
+    assert asyncio.run(one(4)) == [(2, 4, 6)]
+    assert calls == [4, 6]
 
 
 def test_writes_go_through_the_reconciler(mind: Mind) -> None:

@@ -48,10 +48,8 @@ if TYPE_CHECKING:
 
     from noema.memory.upkeep.consolidate import ReflectReport
 
-__all__ = ["SHARED_RECALL", "Emitted", "Percept", "ProcessContext"]
+__all__ = ["Emitted", "Percept", "ProcessContext"]
 
-#: How many memories a percept's shared recall holds (``ProcessContext.recall_about``).
-SHARED_RECALL = 16
 #: How many percepts' recalls a workspace keeps.
 _RECALLS_KEPT = 8
 
@@ -97,6 +95,8 @@ class ProcessContext:
         thread: the thread of this run of the workspace (``run:<id>``; ``""``:
             none): attend appends what it remembers to it, so a run's
             observations keep their order.
+        recall_depth: how many memories a percept's shared recall holds
+            (``recall_about``): as many as the process that wants most asks for.
     """
 
     mind: MindInfo
@@ -111,6 +111,7 @@ class ProcessContext:
     working_memory: tuple[WorkingMemoryItem, ...] = ()
     world: str = ""
     thread: str = ""
+    recall_depth: int = 3
     _engine: Engine = field(repr=False)
     _emitted: list[Emitted] = field(default_factory=list, repr=False)
     _recalled: dict[str, list[RecallResult]] = field(default_factory=dict, repr=False)
@@ -124,11 +125,13 @@ class ProcessContext:
         embedder: Embedder | None = None,
         world: str = "",
         thread: str = "",
+        recall_depth: int = 3,
     ) -> ProcessContext:
         """The context of a workspace over ``engine``'s mind, before its first cycle."""
         return cls(
             world=world,
             thread=thread,
+            recall_depth=recall_depth,
             mind=engine.mind,
             config=engine.config,
             clock=engine.clock,
@@ -147,17 +150,16 @@ class ProcessContext:
     def recall_about(self, percept: Percept, *, limit: int = 3) -> list[RecallResult]:
         """What ``percept`` brings to mind: its text's recall (a peek) in the workspace's world.
 
-        Recalled once per percept, ``SHARED_RECALL`` results, and shared by every
-        process that asks in this workspace (retrieve in its cycle, the speaker in
-        the next): the best ``limit`` of them. A longer observation recalls with
-        its opening, as a query holds at most ``MAX_QUERY_CHARS``.
+        Recalled once per percept, at least ``recall_depth`` results, and shared
+        by every process that asks in this workspace (retrieve in its cycle, the
+        speaker in the next): the best ``limit`` of them. A longer observation
+        recalls with its opening, as a query holds at most ``MAX_QUERY_CHARS``.
         """
         found = self._recalled.get(percept.event_id)
-        if found is None or (limit > len(found) and len(found) >= SHARED_RECALL):
+        depth = max(limit, self.recall_depth)
+        if found is None or (limit > len(found) and len(found) >= self.recall_depth):
             text = percept.observation.content[:MAX_QUERY_CHARS]
-            query = RecallQuery(
-                text=text, limit=max(limit, SHARED_RECALL), peek=True, world=self.world or None
-            )
+            query = RecallQuery(text=text, limit=depth, peek=True, world=self.world or None)
             found = self.memory.recall(query)
             self._recalled[percept.event_id] = found
             while len(self._recalled) > _RECALLS_KEPT:  # the oldest first

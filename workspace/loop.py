@@ -115,6 +115,8 @@ class Workspace:
         world: the path of the world it runs in (``""``: the root).
         thread: the thread what it observes and encodes is appended to
             (``ctx.thread``); ``None``: one of its own, ``run:<new id>``.
+        recall_depth: how many memories the recall of each percept, shared by
+            the processes (``ctx.recall_about``), holds.
 
     Each workspace is one run of the mind, and by default one thread.
 
@@ -134,6 +136,7 @@ class Workspace:
         max_failures: int = 3,
         world: str = "",
         thread: str | None = None,
+        recall_depth: int = 3,
     ) -> None:
         names = [p.name for p in processes]
         if len(set(names)) != len(names):
@@ -147,6 +150,7 @@ class Workspace:
             embedder=embedder,
             world=world,
             thread=thread or f"run:{new_id(engine.clock.now())}",
+            recall_depth=recall_depth,
         )
         self._runners = {name: HookRunner(name) for name in names}  # started on first use
         self.processes = list(processes)

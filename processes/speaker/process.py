@@ -230,6 +230,11 @@ class Speak(Process):
             },
         )
 
+    @property
+    def recall_depth(self) -> int:
+        """How many memories it may ask of a message's shared recall (``ctx.recall_about``)."""
+        return self.recall_limit + SPARE
+
     def _tools_for(self, ctx: ProcessContext) -> list[BaseTool]:
         """The memory tools (acting through ``ctx``) and the user's."""
         return [*(turn_tools(ctx) if self.memory_tools else []), *self.tools]
@@ -274,7 +279,7 @@ class Speak(Process):
         The recall retrieve made of the message in its cycle, shared (``ctx.recall_about``).
         """
         percept = Percept(Observation(content=turn.text, channel=Channel.USER), turn.event)
-        limit = self.recall_limit + min(len(shown), SPARE)
+        limit = self.recall_limit + min(len(shown), SPARE)  # at most recall_depth
         found = [r for r in ctx.recall_about(percept, limit=limit) if not _shown(r.memory, shown)]
         return found[: self.recall_limit]
 
