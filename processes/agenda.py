@@ -57,7 +57,7 @@ class Agenda(Process):
 
     def _look(self, ctx: ProcessContext) -> list[str]:
         found: dict[str, str] = {}
-        report = ctx.memory.health(rules=["unresolved_contradiction"], limit=3)
+        report = ctx.health(rules=["unresolved_contradiction"], limit=3)
         for finding in report.findings:
             found["|".join(sorted(finding.memory_ids))] = finding.summary
         since = ctx.clock.now() - self.window

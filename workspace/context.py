@@ -40,6 +40,7 @@ from noema.embeddings import Embedder
 from noema.errors import InvalidInput
 from noema.memory.engine import Engine
 from noema.memory.knowledge.episodes import as_input
+from noema.memory.knowledge.health import HealthReport, health_report
 from noema.memory.recall.reader import MemoryReader
 from noema.memory.write.policy import screen_value
 
@@ -165,6 +166,23 @@ class ProcessContext:
             while len(self._recalled) > _RECALLS_KEPT:  # the oldest first
                 del self._recalled[next(iter(self._recalled))]
         return found[:limit]
+
+    def health(self, *, rules: Sequence[str] | None = None, limit: int = 100) -> HealthReport:
+        """The health rules' findings in the workspace's world (``Mind.health``); no write.
+
+        Raises:
+            InvalidInput: ``rules`` names an unknown rule, or ``limit`` < 1.
+        """
+        engine = self._engine
+        return health_report(
+            engine.storage,
+            engine.mind,
+            engine.config,
+            engine.clock,
+            rules=rules,
+            limit=limit,
+            world=self.world or None,
+        )
 
     # ------------------------------------------------------------ acting
 

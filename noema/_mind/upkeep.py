@@ -19,7 +19,7 @@ from concepts.paths import WorldPath
 from noema._arguments import Count, checked
 from noema._mind.base import MindBase, Progress
 from noema.errors import InvalidInput, from_validation
-from noema.memory.knowledge.health import HealthReport
+from noema.memory.knowledge.health import HealthReport, health_report
 from noema.memory.upkeep import consolidate as consolidation, derived as upkeep
 from noema.memory.upkeep.decay import DecayReport, run_decay
 from noema.memory.upkeep.purge import PurgePlan, PurgeReport, plan_purge, purge
@@ -83,7 +83,9 @@ class UpkeepPart(MindBase):
         Raises:
             InvalidInput: ``rules`` names an unknown rule (``field="rules"``).
         """
-        return self._engine.reader.health(rules=rules, limit=limit, world=world)
+        return health_report(
+            self.storage, self.info, self.config, self.clock, rules=rules, limit=limit, world=world
+        )
 
     @checked
     def plan_forget(

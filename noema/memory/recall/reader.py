@@ -28,7 +28,6 @@ from concepts import (
     WorkspaceSnapshot,
 )
 from noema.errors import NotFound, from_validation
-from noema.memory.knowledge.health import HealthReport, health_report
 from noema.memory.recall.history import as_known
 from noema.memory.recall.pipeline import Recaller
 from noema.storage import ops
@@ -175,21 +174,6 @@ class MemoryReader:
                     self._parts.mind.id, filters=filters, order="recorded", limit=limit
                 )
             )
-
-    def health(
-        self, *, rules: Sequence[str] | None = None, limit: int = 100, world: str | None = None
-    ) -> HealthReport:
-        """The health rules' findings (``noema.memory.knowledge.health``): read only, no model."""
-        parts = self._parts
-        return health_report(
-            parts.storage,
-            parts.mind,
-            parts.config,
-            parts.clock,
-            rules=rules,
-            limit=limit,
-            world=world,
-        )
 
     def audit_entry(self, event_id: str) -> AuditEntry | None:
         """The audit-chain entry that covers the event ``event_id``, if there is one."""
