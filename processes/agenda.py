@@ -59,7 +59,9 @@ class Agenda(Process):
         found: dict[str, str] = {}
         report = ctx.health(rules=["unresolved_contradiction"], limit=3)
         for finding in report.findings:
-            found["|".join(sorted(finding.memory_ids))] = finding.summary
+            said = [f"“{m.content}”" for m in ctx.memory.get_many(list(finding.memory_ids))]
+            text = f"These disagree: {' and '.join(said)}" if len(said) > 1 else finding.summary
+            found["|".join(sorted(finding.memory_ids))] = text
         since = ctx.clock.now() - self.window
         for outcome in (Outcome.PARTIAL, Outcome.FAILURE):
             filters = RecallFilters(tags=(EPISODE_TAG, outcome_tag(outcome)), since=since)

@@ -38,7 +38,7 @@ from concepts import (
 )
 from noema import ManualClock, Mind, Process
 from noema.conversation import Conversation
-from processes import Retrieve
+from processes import Agenda, Retrieve
 from processes.speaker import Budget, Initiative
 from processes.speaker.prompt import HISTORY_TURNS, instructions
 from workspace import AttentionConfig, ProcessContext, decide
@@ -243,6 +243,26 @@ def test_each_turn_returns_its_own_reply_and_what_else_passed(ada: Mind) -> None
     assert first.action == "reply" and first.also == ()
     assert second.action == "reply" and second.also == (("message", "A message came in."),)
     assert ada.get(second.memory_id).content == second.text
+
+
+def test_agenda_brings_up_a_contradiction_and_an_unfinished_task_once(ada: Mind) -> None:
+    first = ada.remember("The office opens at 9")
+    second = ada.remember("The office opens at 10")
+    ada.relate(first.id, "contradicts", second.id)
+    ada.record_episode(task="deploy the billing fix", outcome="failure")
+
+    async def run() -> list[list[str]]:
+        workspace = ada.workspace([Agenda(every=2)])
+        seen = [[i.candidate.content for i in (await workspace.step()).admitted] for _ in range(6)]
+        await workspace.stop()
+        return seen
+
+    seen = asyncio.run(run())
+    assert seen[0] == [] and seen[2:] == [[], [], [], []]  # each finding once, every 2nd idle cycle
+    assert sorted(seen[1]) == [
+        "These disagree: “The office opens at 9” and “The office opens at 10”",
+        "Unfinished (failure): deploy the billing fix",
+    ]
 
 
 def test_retrieve_proposes_a_memory_ranked_below_zero_at_no_salience(ada: Mind) -> None:
