@@ -161,6 +161,8 @@ class RunningPart(MindBase):
             until_idle: after the input, cycle until nothing wins attention.
             plugins: processes beside the built-ins; one with a built-in's name
                 (e.g. ``Reflect(every=3)``) takes its place. ``None``: discovered.
+                ``Speak()`` among them answers the user's observations (a run
+                does not, by default; ``conversation`` and ``chat`` do).
             chat_model: a LangChain chat model for the processes and the reflect job.
             jobs: ``True``: background jobs on the default intervals; a
                 ``JobsConfig``: on its intervals; ``False``: none.
