@@ -39,7 +39,7 @@ from concepts import (
 from noema import ManualClock, Mind, Process
 from noema.conversation import Conversation
 from processes import Agenda, Retrieve
-from processes.speaker import Budget, Initiative
+from processes.speaker import Budget, Initiative, Speak
 from processes.speaker.prompt import HISTORY_TURNS, instructions
 from workspace import AttentionConfig, ProcessContext, decide
 
@@ -263,6 +263,15 @@ def test_agenda_brings_up_a_contradiction_and_an_unfinished_task_once(ada: Mind)
         "These disagree: “The office opens at 9” and “The office opens at 10”",
         "Unfinished (failure): deploy the billing fix",
     ]
+
+
+def test_a_run_answers_only_with_speak_among_its_plugins(ada: Mind) -> None:
+    ada.remember("Ada lives in Lisbon")
+    ada.run(["where does Ada live?"], until_idle=True, jobs=False, plugins=[])
+    assert events(ada, EventKind.ACTION_TAKEN) == []
+    ada.run(["where does Ada live now?"], until_idle=True, jobs=False, plugins=[Speak()])
+    [action] = events(ada, EventKind.ACTION_TAKEN)
+    assert action["action"] == "reply" and "Ada lives in Lisbon" in action["content"]
 
 
 def test_retrieve_proposes_a_memory_ranked_below_zero_at_no_salience(ada: Mind) -> None:
