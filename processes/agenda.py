@@ -11,9 +11,9 @@ itself never calls a model and never writes.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from concepts import Candidate, RecallFilters
+from concepts import Candidate, Memory, RecallFilters
 from concepts.episodes import EPISODE_TAG, Outcome, outcome_tag
 from processes.base import Process
 from workspace import ProcessContext
@@ -59,7 +59,8 @@ class Agenda(Process):
         found: dict[str, str] = {}
         report = ctx.health(rules=["unresolved_contradiction"], limit=3)
         for finding in report.findings:
-            said = [f"“{m.content}”" for m in ctx.memory.get_many(list(finding.memory_ids))]
+            held = sorted(ctx.memory.get_many(list(finding.memory_ids)), key=_recorded)
+            said = [f"“{m.content}”" for m in held]
             text = f"These disagree: {' and '.join(said)}" if len(said) > 1 else finding.summary
             found["|".join(sorted(finding.memory_ids))] = text
         since = ctx.clock.now() - self.window
@@ -71,3 +72,8 @@ class Agenda(Process):
         fresh = {key: text for key, text in found.items() if key not in self._seen}
         self._seen.update(fresh)
         return list(fresh.values())
+
+
+def _recorded(memory: Memory) -> tuple[datetime, str]:
+    """Oldest first: the order a contradiction is told in."""
+    return memory.recorded_at, memory.id

@@ -245,8 +245,11 @@ def test_each_turn_returns_its_own_reply_and_what_else_passed(ada: Mind) -> None
     assert ada.get(second.memory_id).content == second.text
 
 
-def test_agenda_brings_up_a_contradiction_and_an_unfinished_task_once(ada: Mind) -> None:
+def test_agenda_brings_up_a_contradiction_and_an_unfinished_task_once(
+    ada: Mind, clock: ManualClock
+) -> None:
     first = ada.remember("The office opens at 9")
+    clock.advance(seconds=1)  # told oldest first
     second = ada.remember("The office opens at 10")
     ada.relate(first.id, "contradicts", second.id)
     ada.record_episode(task="deploy the billing fix", outcome="failure")
